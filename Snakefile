@@ -1,0 +1,18 @@
+# TMAX reproduction: specs -> tasks -> decontamination -> RL per model size ->
+# cross-harness evaluation -> the paper's tables. One include per stage.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/sample.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

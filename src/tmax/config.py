@@ -1,0 +1,166 @@
+"""Load and validate the workflow configuration.
+
+The schema (``tmax/schemas/config.schema.yaml``) closes every object, so a typo'd
+key, a wrong type or an out-of-range value is caught before any job starts. Errors
+name the key, the value and what is allowed, and all of them are reported at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_RESOURCE = "schemas/config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration that does not satisfy the schema; ``problems`` lists each one."""
+
+    def __init__(self, problems: list[str], source: str = "config") -> None:
+        self.problems = problems
+        self.source = source
+        lines = "\n".join(f"  - {problem}" for problem in problems)
+        super().__init__(f"invalid {source} ({len(problems)} problem(s)):\n{lines}")
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The configuration JSON schema, loaded from the package."""
+    text = resources.files("tmax").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+    loaded: dict[str, Any] = yaml.safe_load(text)
+    jsonschema.Draft202012Validator.check_schema(loaded)
+    return loaded
+
+
+def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return {**root["$defs"][ref.removeprefix("#/$defs/")], **node}
+    return node
+
+
+def _fill_defaults(value: Any, node: Mapping[str, Any], root: Mapping[str, Any]) -> None:
+    """Insert schema defaults into ``value`` in place, recursing into objects and arrays."""
+    node = _resolve(node, root)
+    if isinstance(value, dict):
+        for key, sub in node.get("properties", {}).items():
+            sub = _resolve(sub, root)
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                _fill_defaults(value[key], sub, root)
+    elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
+        for item in value:
+            _fill_defaults(item, node["items"], root)
+
+
+def _key(path: Any) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
+    return "".join(parts).lstrip(".") or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = _key(error.absolute_path)
+    value = json.dumps(error.instance, default=str)
+    if len(value) > 80:
+        value = value[:77] + "..."
+    keyword = error.validator
+    if keyword == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        messages = []
+        for name in extra:
+            hint = difflib.get_close_matches(name, allowed, n=1)
+            did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+            where = f"'{key}'" if error.absolute_path else "the top level"
+            messages.append(
+                f"unknown key '{name}' in {where}{did_you_mean}; allowed keys: {', '.join(allowed)}"
+            )
+        return "; ".join(messages)
+    if keyword == "required":
+        return f"'{key}' is missing a required key: {error.message.split(' ')[0]}"
+    if keyword == "enum":
+        allowed = ", ".join(json.dumps(v) for v in error.validator_value)
+        return f"'{key}' = {value} is not allowed; choose one of: {allowed}"
+    if keyword == "type":
+        return f"'{key}' = {value} has the wrong type; expected {error.validator_value}"
+    if keyword in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        bound = {
+            "minimum": ">=",
+            "exclusiveMinimum": ">",
+            "maximum": "<=",
+            "exclusiveMaximum": "<",
+        }[keyword]
+        return f"'{key}' = {value} is out of range; it must be {bound} {error.validator_value}"
+    if keyword in ("oneOf", "anyOf") and error.context:
+        best = jsonschema.exceptions.best_match(error.context)
+        return _describe(best)
+    return f"'{key}' = {value}: {error.message}"
+
+
+def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """Return a validated deep copy of ``config`` with schema defaults filled in.
+
+    Raises:
+        ConfigError: listing every problem, each naming the key, value and what is allowed.
+    """
+    if not isinstance(config, Mapping):
+        raise ConfigError([f"expected a mapping of keys, got {type(config).__name__}"], source)
+    filled = copy.deepcopy(dict(config))
+    root = schema()
+    _fill_defaults(filled, root, root)
+    validator = jsonschema.Draft202012Validator(root)
+    errors = sorted(
+        validator.iter_errors(filled), key=lambda e: (list(map(str, e.path)), e.message)
+    )
+    problems = [_describe(error) for error in errors]
+    problems += _semantic_problems(filled) if not problems else []
+    if problems:
+        raise ConfigError(problems, source)
+    return filled
+
+
+def _semantic_problems(config: Mapping[str, Any]) -> list[str]:
+    """Checks a JSON schema cannot express (relations between keys)."""
+    problems = []
+    skills = config["sampler"]["primitive_skills"]
+    if skills["min"] > skills["max"]:
+        problems.append(
+            f"'sampler.primitive_skills.min' = {skills['min']} is greater than "
+            f"'sampler.primitive_skills.max' = {skills['max']}"
+        )
+    names = [model["name"] for model in config.get("models", [])]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        problems.append(
+            f"'models' repeats the name(s) {', '.join(duplicates)}; names must be unique"
+        )
+    return problems
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config file and validate it (see :func:`validate_config`)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError([f"file not found: {path}"], str(path)) from None
+    except yaml.YAMLError as error:
+        raise ConfigError([f"not valid YAML: {error}"], str(path)) from None
+    return validate_config(raw if raw is not None else {}, str(path))
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A short content hash of a (validated) config, for provenance records."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,59 @@
+"""Atomic writes: a crash never leaves a half-written file that looks complete."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+
+    The temporary file lives in the same directory so the final ``os.replace`` is
+    atomic on POSIX file systems. On an exception the temporary file is removed and
+    ``path`` is left as it was.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """Open ``path`` for binary writing through :func:`atomic_path`."""
+    with atomic_path(path) as tmp, tmp.open("wb") as handle:
+        yield handle
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with atomic_open(path) as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` as indented, key-sorted JSON, atomically (stable bytes for caching)."""
+    write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

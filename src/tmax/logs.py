@@ -1,0 +1,22 @@
+"""Logging set-up shared by the CLI and the Snakemake scripts."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+
+def setup_logging(log_file: str | Path | None = None, level: int = logging.INFO) -> logging.Logger:
+    """Log to stderr and, when given, to ``log_file`` (Snakemake's ``log:``)."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    return logging.getLogger("tmax")
