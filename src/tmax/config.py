@@ -103,7 +103,10 @@ def _describe(error: jsonschema.ValidationError) -> str:
         }[keyword]
         return f"'{key}' = {value} is out of range; it must be {bound} {error.validator_value}"
     if keyword in ("oneOf", "anyOf") and error.context:
-        best = jsonschema.exceptions.best_match(error.context)
+        # Report the branch that got furthest: a wrong type means the value was
+        # not meant for that branch at all (e.g. the `null` of "weights or null").
+        specific = [e for e in error.context if e.validator != "type"] or list(error.context)
+        best = max(specific, key=lambda e: len(e.absolute_path))
         return _describe(best)
     return f"'{key}' = {value}: {error.message}"
 

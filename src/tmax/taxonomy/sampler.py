@@ -236,7 +236,7 @@ def read_specs(paths: str | Path | Iterable[str | Path]) -> list[TaskSpec]:
 def merge_spec_files(inputs: Sequence[str | Path], output: str | Path) -> int:
     """Concatenate shard files into one Parquet file; returns the number of specs."""
     tables = [pq.read_table(path, schema=SPEC_SCHEMA) for path in inputs]
-    merged = pa.concat_tables(tables) if tables else SPEC_SCHEMA.empty_table()
+    merged = pa.concat_tables(tables).combine_chunks() if tables else SPEC_SCHEMA.empty_table()
     indices = merged.column("index").to_pylist()
     if indices != sorted(indices) or len(set(indices)) != len(indices):
         raise SamplerError("spec shards overlap or are out of order; rerun the sampler")

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Set up everything tmax-repro needs on a fresh Debian/Ubuntu machine, then
+# optionally run the workflow or the tests:
+#
+#   ./setup.sh run     set up, then run the workflow on the embedded default
+#   ./setup.sh test    set up, then run the test suite
+#   ./setup.sh         set up only
+#
+# Needs only Python >= 3.11 and gcc. As root it installs missing Debian packages
+# with apt; otherwise it says which ones to install. Re-running is cheap: the
+# venv is reinstalled only when pyproject.toml changes.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+VENV="${TMAX_VENV:-$ROOT/.venv}"
+export TMAX_CACHE="${TMAX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tmax-repro}"
+ACTION="${1:-setup}"
+shift || true
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[setup] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+case "$ACTION" in
+  setup | run | test) ;;
+  *) die "unknown action '$ACTION'; use one of: run, test (or nothing to only set up)" ;;
+esac
+
+# --- Python >= 3.11 ---------------------------------------------------------
+PYTHON=""
+for candidate in "${TMAX_PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+  [ -n "$candidate" ] || continue
+  if command -v "$candidate" >/dev/null 2>&1 &&
+    "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    PYTHON="$(command -v "$candidate")"
+    break
+  fi
+done
+[ -n "$PYTHON" ] || die "Python >= 3.11 not found (set TMAX_PYTHON=/path/to/python3.11)"
+
+# --- Debian packages ----------------------------------------------------------
+# Each stage adds what it needs here; missing ones are installed when root.
+APT_PACKAGES=(git)
+if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  APT_PACKAGES+=("python3-venv")
+fi
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$pkg")
+  done
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    say "warning: missing Debian packages (run as root to install them): ${missing[*]}"
+  fi
+fi
+
+# --- virtual environment --------------------------------------------------------
+stamp="$VENV/.tmax-installed"
+want="$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating virtual environment in $VENV (with $PYTHON)"
+  "$PYTHON" -m venv "$VENV"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing tmax and its pinned dependencies (a minute or two the first time)"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[workflow,dev]"
+  echo "$want" >"$stamp"
+else
+  say "virtual environment up to date ($VENV)"
+fi
+export PATH="$VENV/bin:$PATH"
+mkdir -p "$TMAX_CACHE"
+
+# --- action ---------------------------------------------------------------------
+case "$ACTION" in
+  setup)
+    say "done; activate with: source $VENV/bin/activate"
+    ;;
+  run)
+    say "running the workflow on the embedded default (config.yaml)"
+    snakemake --cores "${TMAX_CORES:-all}" "$@"
+    say "outputs are under $ROOT/results/"
+    ;;
+  test)
+    say "running the tests"
+    set +e
+    python -m pytest "$@"
+    status=$?
+    set -e
+    if [ "$status" = 5 ]; then
+      die "pytest collected no tests"
+    fi
+    exit "$status"
+    ;;
+esac

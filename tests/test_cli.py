@@ -1,0 +1,57 @@
+"""The `tmax` command runs single stages and reports bad input without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_TASKS
+from tmax.cli import main
+from tmax.taxonomy import read_specs
+
+
+def test_config_check(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["config", "check", str(root / "config.yaml"), str(root / "configs/paper.yaml")]) == 0
+    )
+    assert "14,600 specs" in capsys.readouterr().out
+
+
+def test_config_check_reports_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: 1\nsampler: {n_specs: 10, shard_sise: 5}\n")
+    assert main(["config", "check", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'shard_sise' in 'sampler' (did you mean 'shard_size'?)" in err
+    assert "Traceback" not in err
+
+
+def test_sample_then_balance(root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "specs.parquet"
+    assert main(["sample", "--config", str(root / "config.yaml"), "--out", str(out)]) == 0
+    assert len(read_specs(out)) == 300
+    part = tmp_path / "part.parquet"
+    config = str(root / "config.yaml")
+    assert (
+        main(["sample", "--config", config, "--out", str(part), "--start", "10", "--stop", "20"])
+        == 0
+    )
+    assert read_specs(part) == read_specs(out)[10:20]
+    args = [
+        "balance",
+        str(out),
+        "--json",
+        str(tmp_path / "b.json"),
+        "--markdown",
+        str(tmp_path / "b.md"),
+    ]
+    assert main(args) == 0
+    assert (tmp_path / "b.md").read_text().startswith("# Spec balance (300 specs)")
+
+
+def test_task_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["task", "check", *map(str, FIXTURE_TASKS.iterdir())]) == 0
+    (tmp_path / "empty-task").mkdir()
+    assert main(["task", "check", str(tmp_path / "empty-task")]) == 1
+    assert "empty-task/task.toml: missing" in capsys.readouterr().err

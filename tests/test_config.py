@@ -1,0 +1,130 @@
+"""Config validation: every mistake is caught up front and named precisely."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmax.config import ConfigError, config_hash, load_config, validate_config
+
+
+def problems(config: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        validate_config(config)
+    return caught.value.problems
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/paper.yaml"])
+def test_shipped_configs_are_valid(root: Path, name: str) -> None:
+    config = load_config(root / name)
+    assert config["sampler"]["n_specs"] > 0
+
+
+def test_paper_config_carries_the_paper_recipe(root: Path) -> None:
+    config = load_config(root / "configs/paper.yaml")
+    rl = config["rl"]
+    assert config["sampler"]["n_specs"] == 14600
+    assert [m["name"] for m in config["models"]] == [
+        "qwen3.5-2b",
+        "qwen3.5-4b",
+        "qwen3.5-9b",
+        "qwen3.6-27b",
+    ]
+    assert (rl["group_size"], rl["prompts_per_step"], rl["steps"]) == (32, 8, 500)
+    assert rl["learning_rate"] == pytest.approx(1e-6)
+    assert (rl["loss"], rl["dppo_divergence"], rl["dppo_threshold"]) == ("dppo", "binary_tv", 0.1)
+    assert (rl["max_tool_calls"], rl["max_total_tokens"]) == (64, 65536)
+    assert len(config["evaluation"]["harnesses"]) == 4
+    assert set(config["evaluation"]["benchmarks"]) == {
+        "terminal-bench-2.0",
+        "tb-lite",
+        "swe-bench-verified",
+        "aime",
+    }
+
+
+def test_defaults_are_filled(raw_config: dict[str, Any]) -> None:
+    del raw_config["rl"]
+    config = validate_config(raw_config)
+    assert config["rl"]["dppo_threshold"] == 0.1
+    assert config["rl"]["group_size"] == 32
+    assert config["sampler"]["shard_size"] == 100
+
+
+def test_typo_key_is_named_with_a_suggestion(raw_config: dict[str, Any]) -> None:
+    raw_config["sampler"]["n_spec"] = raw_config["sampler"].pop("n_specs")
+    found = " | ".join(problems(raw_config))
+    assert "unknown key 'n_spec' in 'sampler'" in found
+    assert "did you mean 'n_specs'" in found
+    assert "'sampler' is missing a required key: 'n_specs'" in found
+
+
+def test_unknown_top_level_section(raw_config: dict[str, Any]) -> None:
+    raw_config["trainer"] = {}
+    (problem,) = problems(raw_config)
+    assert "unknown key 'trainer' in the top level" in problem
+    assert "allowed keys:" in problem and "rl" in problem
+
+
+def test_wrong_type_names_key_value_and_type(raw_config: dict[str, Any]) -> None:
+    raw_config["rl"]["group_size"] = "thirty-two"
+    (problem,) = problems(raw_config)
+    assert problem == "'rl.group_size' = \"thirty-two\" has the wrong type; expected integer"
+
+
+def test_out_of_range_names_the_bound(raw_config: dict[str, Any]) -> None:
+    raw_config["rl"]["dppo_threshold"] = 0
+    (problem,) = problems(raw_config)
+    assert problem == "'rl.dppo_threshold' = 0 is out of range; it must be > 0"
+
+
+def test_enum_lists_allowed_values(raw_config: dict[str, Any]) -> None:
+    raw_config["sandbox"]["backend"] = "docker"
+    (problem,) = problems(raw_config)
+    assert "'sandbox.backend' = \"docker\" is not allowed" in problem
+    assert '"podman", "bwrap", "apptainer"' in problem
+
+
+def test_nested_list_items_are_checked(raw_config: dict[str, Any]) -> None:
+    raw_config["models"] = [{"name": "bad name!", "path": "x"}]
+    (problem,) = problems(raw_config)
+    assert problem.startswith("'models[0].name' = \"bad name!\"")
+
+
+def test_negative_weight_in_a_mix(raw_config: dict[str, Any]) -> None:
+    raw_config["sampler"]["fixture_mix"]["image"] = -1
+    (problem,) = problems(raw_config)
+    assert problem == "'sampler.fixture_mix.image' = -1 is out of range; it must be >= 0"
+
+
+def test_relations_between_keys(raw_config: dict[str, Any]) -> None:
+    raw_config["sampler"]["primitive_skills"] = {"min": 5, "max": 3}
+    raw_config["models"] = [{"name": "a", "path": "x"}, {"name": "a", "path": "y"}]
+    found = problems(raw_config)
+    assert any("min' = 5 is greater than" in p for p in found)
+    assert any("repeats the name(s) a" in p for p in found)
+
+
+def test_all_problems_reported_at_once(raw_config: dict[str, Any]) -> None:
+    raw_config["seed"] = -1
+    raw_config["rl"]["steps"] = 0
+    raw_config["evaluation"]["harnesses"] = ["claude"]
+    assert len(problems(raw_config)) == 3
+
+
+def test_load_config_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sampler: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_config_hash_is_stable_and_sensitive(config: dict[str, Any]) -> None:
+    same = validate_config(config)
+    assert config_hash(same) == config_hash(config)
+    same["seed"] += 1
+    assert config_hash(same) != config_hash(config)

@@ -1,0 +1,186 @@
+"""Snakemake itself on a temporary copy of the workflow: dry run, real run, and
+reruns that touch exactly the jobs whose inputs or parameters changed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tmax.cli import main as tmax_main
+from tmax.taxonomy import read_specs
+
+pytestmark = pytest.mark.slow
+
+WORKFLOW_PATHS = [
+    "Snakefile",
+    "config.yaml",
+    "configs",
+    "rules",
+    "scripts",
+    "envs",
+    "profiles",
+    "slurm",
+    "src",
+    "README.md",
+]
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+def planned_jobs(workdir: Path, *args: str) -> dict[str, int]:
+    """Job counts of a dry run, by rule ({} when there is nothing to do)."""
+    result = snakemake(workdir, "-n", *args)
+    text = result.stdout + result.stderr
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:", 1)[1]
+    jobs = {}
+    for name, count in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE):
+        if name == "total":
+            break
+        jobs[name] = int(count)
+    return jobs
+
+
+def edit_config(workdir: Path, edit) -> None:
+    path = workdir / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    edit(config)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def copy_workflow(workdir: Path) -> Path:
+    for name in WORKFLOW_PATHS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, workdir / name)
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the workflow that has been run once."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
+    assert planned_jobs(workdir) == {
+        "sample_specs": 3,
+        "merge_specs": 1,
+        "balance_report": 1,
+        "all": 1,
+    }
+    snakemake(workdir)
+    return workdir
+
+
+def test_run_produces_specs_and_balance(workflow: Path) -> None:
+    specs = read_specs(workflow / "results/specs/specs.parquet")
+    assert len(specs) == 300
+    assert (workflow / "results/specs/balance.md").read_text().startswith("# Spec balance")
+    for rule in ("merge_specs", "balance_report"):
+        assert (workflow / f"results/logs/{rule}.log").stat().st_size > 0
+        assert (workflow / f"results/benchmarks/{rule}.tsv").exists()
+
+
+def test_workflow_output_equals_the_cli_byte_for_byte(workflow: Path, tmp_path: Path) -> None:
+    out = tmp_path / "specs.parquet"
+    assert tmax_main(["sample", "--config", str(workflow / "config.yaml"), "--out", str(out)]) == 0
+    assert out.read_bytes() == (workflow / "results/specs/specs.parquet").read_bytes()
+
+
+def test_second_run_has_nothing_to_do(workflow: Path) -> None:
+    assert planned_jobs(workflow) == {}
+
+
+def test_unrelated_edit_reruns_nothing(workflow: Path) -> None:
+    with (workflow / "README.md").open("a") as handle:
+        handle.write("\nAn unrelated note.\n")
+    assert planned_jobs(workflow) == {}
+
+
+def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
+    before = (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns
+    edit_config(workflow, lambda c: c["sampler"].update(n_specs=350))
+    assert planned_jobs(workflow) == {
+        "sample_specs": 1,
+        "merge_specs": 1,
+        "balance_report": 1,
+        "all": 1,
+    }
+    snakemake(workflow)
+    assert len(read_specs(workflow / "results/specs/specs.parquet")) == 350
+    assert (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns == before
+    assert planned_jobs(workflow) == {}
+
+
+def test_changed_sampler_parameter_reruns_sampler_and_dependants(workflow: Path) -> None:
+    edit_config(workflow, lambda c: c["sampler"]["verifier_mix"].update(exact_text=0.9))
+    assert planned_jobs(workflow) == {
+        "sample_specs": 4,
+        "merge_specs": 1,
+        "balance_report": 1,
+        "all": 1,
+    }
+    snakemake(workflow)
+    assert planned_jobs(workflow) == {}
+
+
+def test_editing_the_taxonomy_reruns_sampling(workflow: Path, tmp_path: Path) -> None:
+    taxonomy = workflow / "my-taxonomy.yaml"
+    shutil.copy(ROOT / "src/tmax/taxonomy/data/taxonomy.yaml", taxonomy)
+    edit_config(workflow, lambda c: c.update(taxonomy="my-taxonomy.yaml"))
+    assert planned_jobs(workflow)["sample_specs"] == 4
+
+
+def test_bad_config_stops_before_any_job(workflow: Path) -> None:
+    edit_config(workflow, lambda c: c["rl"].update(group_sise=4))
+    result = snakemake(workflow, check=False)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "unknown key 'group_sise' in 'rl' (did you mean 'group_size'?)" in output
+    assert "Traceback" not in output
+
+
+def test_lint_is_clean() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_slurm_profile_selects_paper_scale(tmp_path: Path) -> None:
+    """`snakemake --profile slurm` resolves from the workflow root and selects the
+    paper config with the profile's resources (a dry run needs no Slurm)."""
+    workdir = copy_workflow(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", "slurm", "-n"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text
+    assert re.search(r"^sample_specs\s+146$", text, flags=re.MULTILINE), text  # 14,600 / 100
+    sample_job = text.split("rule sample_specs:", 1)[1].split("rule ", 1)[0]
+    assert "runtime=10" in sample_job and "mem_mb=2000" in sample_job
