@@ -1,0 +1,471 @@
+"""Apptainer (formerly Singularity): the cluster backend.
+
+One Apptainer *instance* per sandbox, started with ``--containall`` (own PID, IPC
+and mount namespaces, clean environment, private /tmp and home), a writable tmpfs
+overlay over the read-only image, the toolbox bound read-only at ``/opt/tmax``, no
+network unless the task allows it, and memory, CPU and PID limits. The control
+shell is one ``exec`` of the toolbox's bash into the instance.
+
+Commands go to a binary named ``singularity`` (the name spython drives and Apptainer
+installs as a compatibility alias; ``$TMAX_APPTAINER_BIN`` overrides it). They are
+run with :mod:`subprocess` in exactly the argument form spython's ``Client`` uses
+(``singularity --quiet instance start OPTIONS IMAGE NAME``), because spython's
+wrappers cannot report failures (they log them and carry on), always call
+``singularity`` and build with sudo by default. spython's Dockerfile converter is
+used for :func:`dockerfile_to_definition`.
+
+Instance names carry the run: ``tmax.sandbox-<run>-<hash of run>-<sandbox>``, so
+:meth:`ApptainerSandbox.cleanup` finds a crashed run's instances by name prefix.
+
+Apptainer cannot be installed on Debian 12 (bookworm); use podman or bwrap there.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tmax.io import write_text
+from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
+from tmax.sandbox.images import ImageError
+
+log = logging.getLogger("tmax.sandbox.apptainer")
+
+BIN_ENV = "TMAX_APPTAINER_BIN"
+DEFAULT_BIN = "singularity"
+START_TIMEOUT_SEC = 900.0
+"""``instance start`` of a ``docker://`` image first pulls and converts it."""
+STOP_TIMEOUT_SEC = 60.0
+"""``instance stop`` waits up to 10 s for SIGTERM before it kills."""
+BUILD_TIMEOUT_SEC = 3 * 3600.0
+KEY_FORMAT = "tmax-apptainer-sif-1"
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def apptainer_binary() -> str:
+    """The Apptainer command: ``$TMAX_APPTAINER_BIN`` or ``singularity``."""
+    return os.environ.get(BIN_ENV) or DEFAULT_BIN
+
+
+def _missing_binary_message(binary: str) -> str:
+    return (
+        f"Apptainer is not available: no {binary!r} on PATH (set {BIN_ENV} to the "
+        "apptainer/singularity binary). Apptainer cannot be installed on Debian 12 "
+        "(bookworm); use the podman or bwrap sandbox backend there."
+    )
+
+
+def _require_binary() -> str:
+    binary = apptainer_binary()
+    if shutil.which(binary) is None:
+        raise SandboxError(_missing_binary_message(binary))
+    return binary
+
+
+def _run(
+    args: Sequence[str], timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run an Apptainer command (``args[0]`` is the binary); never raises on a bad status."""
+    try:
+        return subprocess.run(
+            list(args), capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False
+        )
+    except subprocess.TimeoutExpired as error:
+        raise SandboxError(f"{' '.join(args[:4])} timed out after {timeout:.0f}s") from error
+    except OSError as error:  # vanished between which() and exec, or not executable
+        raise SandboxError(f"cannot run {args[0]}: {error}") from error
+
+
+def _tail(result: subprocess.CompletedProcess[str]) -> str:
+    return (result.stderr.strip() or result.stdout.strip())[-2000:]
+
+
+# --- instance names -------------------------------------------------------------------
+
+
+def _sanitize(text: str) -> str:
+    return _NAME_UNSAFE.sub("-", text)
+
+
+def run_prefix(run_id: str) -> str:
+    """The name prefix of every instance of ``run_id``.
+
+    The sanitised run id keeps names readable; the hash of the exact run id makes the
+    prefix unambiguous (run ``a`` must not match the instances of run ``a-b``).
+    """
+    digest = hashlib.sha256(run_id.encode()).hexdigest()[:8]
+    return f"{LABEL}-{_sanitize(run_id)[:48]}-{digest}-"
+
+
+def instance_name(run_id: str, sandbox_id: str) -> str:
+    """``tmax.sandbox-<run>-<hash>-<sandbox>`` from base.py's ``tmax-<name>-<hex>`` id."""
+    return run_prefix(run_id) + _sanitize(sandbox_id.removeprefix("tmax-"))
+
+
+def list_instances(binary: str | None = None) -> list[str]:
+    """Names of this user's running instances (``instance list --json``)."""
+    binary = binary or _require_binary()
+    result = _run([binary, "--quiet", "instance", "list", "--json"], timeout=STOP_TIMEOUT_SEC)
+    try:
+        data = json.loads(result.stdout or "{}")
+    except json.JSONDecodeError:
+        # Old releases exit 1 with no JSON when there are no instances.
+        if result.returncode == 0:
+            raise SandboxError(f"instance list printed no JSON: {_tail(result)}") from None
+        log.debug("instance list failed (%s): %s", result.returncode, _tail(result))
+        return []
+    instances = (data.get("instances") or []) if isinstance(data, dict) else []
+    names = [
+        entry.get("instance") or entry.get("daemon_name")
+        for entry in instances
+        if isinstance(entry, dict)
+    ]
+    return [name for name in names if isinstance(name, str) and name]
+
+
+def stop_instance(name: str, binary: str | None = None) -> bool:
+    """Stop instance ``name``; True when it is gone (also when it was not running).
+
+    Never raises: this runs while closing and cleaning up.
+    """
+    binary = binary or apptainer_binary()
+    if shutil.which(binary) is None:
+        return False
+    try:
+        result = _run([binary, "--quiet", "instance", "stop", name], timeout=STOP_TIMEOUT_SEC)
+    except SandboxError as error:
+        log.warning("could not stop apptainer instance %s: %s", name, error)
+        return False
+    if result.returncode == 0 or re.search(r"no instance", _tail(result), re.IGNORECASE):
+        return True
+    log.warning("apptainer instance stop %s failed: %s", name, _tail(result))
+    return False
+
+
+# --- the sandbox ----------------------------------------------------------------------
+
+
+class ApptainerSandbox(Sandbox):
+    backend = "apptainer"
+    oom_inside = False  # the host's cgroup tree shows through: OOM counts would be wrong
+
+    def __init__(
+        self,
+        image: str | Path,
+        limits: Limits | None = None,
+        *,
+        toolbox: Path,
+        fakeroot: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(str(image), limits, **kwargs)
+        self.toolbox = Path(toolbox).absolute()
+        self.fakeroot = fakeroot
+        self.sandbox_id = instance_name(self.run_id, self.sandbox_id)
+        self.instance: str | None = None
+
+    def _start_args(self) -> list[str]:
+        """``instance start`` options, image and name (after the global flags)."""
+        toolbox = str(self.toolbox)
+        if ":" in toolbox or "," in toolbox:
+            raise SandboxError(f"toolbox path {toolbox!r} cannot be bound (contains ':' or ',')")
+        limits = self.limits
+        options = ["--containall", "--writable-tmpfs", "--bind", f"{toolbox}:{TOOLBOX}:ro"]
+        if not limits.network:
+            options += ["--net", "--network", "none"]
+        if self.fakeroot:
+            options.append("--fakeroot")
+        options += [
+            "--memory",
+            f"{limits.memory_mb}M",
+            "--cpus",
+            f"{limits.cpus:g}",
+            "--pids-limit",
+            str(limits.pids),
+        ]
+        return ["instance", "start", *options, self.image, self.sandbox_id]
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        binary = _require_binary()
+        name = self.sandbox_id
+        try:
+            result = _run([binary, "--quiet", *self._start_args()], timeout=START_TIMEOUT_SEC)
+        except SandboxError:
+            stop_instance(name, binary)  # a timed-out start may have left it running
+            raise
+        if result.returncode != 0:
+            stop_instance(name, binary)
+            raise SandboxError(f"apptainer instance start {self.image} failed: {_tail(result)}")
+        self.instance = name
+        # --cleanenv: an exec into an instance otherwise inherits the host environment
+        # (API keys and tokens of the job) no matter how the instance was started.
+        command = [binary, "exec", "--cleanenv", f"instance://{name}"]
+        command += [f"{TOOLBOX}/bin/bash", "--noprofile", "--norc"]
+        try:
+            return subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+        except OSError as error:
+            self._stop()
+            raise SandboxError(f"cannot exec into apptainer instance {name}: {error}") from None
+
+    def _stop(self) -> None:
+        if self.instance is not None:
+            name, self.instance = self.instance, None
+            stop_instance(name)
+
+    @classmethod
+    def cleanup(cls, run_id: str | None = None) -> list[str]:
+        binary = apptainer_binary()
+        if shutil.which(binary) is None:
+            return []  # no Apptainer here, so nothing can be left over
+        prefix = f"{LABEL}-" if run_id is None else run_prefix(run_id)
+        try:
+            leftovers = [name for name in list_instances(binary) if name.startswith(prefix)]
+        except SandboxError as error:
+            log.warning("could not list apptainer instances: %s", error)
+            return []
+        removed = [name for name in leftovers if stop_instance(name, binary)]
+        if removed:
+            log.info("stopped %d leftover apptainer sandbox(es)", len(removed))
+        return removed
+
+
+# --- images ---------------------------------------------------------------------------
+
+_COPY_LINE = re.compile(r"^(\s*)(COPY|ADD)(\s+)(.*)$", re.IGNORECASE)
+_WORKDIR_LINE = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE)
+_FROM_LINE = re.compile(r"^\s*FROM\s", re.IGNORECASE)
+_DROPPED_FLAG = re.compile(r"--(chown|chmod|link)(=\S*)?$")
+
+
+def _prepare_dockerfile(text: str) -> str:
+    """Fix what spython's converter gets wrong in COPY/ADD lines.
+
+    ``--chown``/``--chmod``/``--link`` would become source paths in ``%files``
+    (Apptainer copies as the building user; there is no equivalent), and a relative
+    destination is relative to the current WORKDIR in Docker but to ``/`` in
+    ``%files``, so it is made absolute here.
+    """
+    lines = []
+    workdir = "/"
+    continued = False
+    for line in text.splitlines():
+        match = None if continued else _COPY_LINE.match(line)
+        if _FROM_LINE.match(line) and not continued:
+            workdir = "/"
+        elif (wd := _WORKDIR_LINE.match(line)) and not continued:
+            workdir = posixpath.normpath(posixpath.join(workdir, wd.group(1)))
+        elif match and not match.group(4).lstrip().startswith("[") and "\\" not in line:
+            indent, verb, space, rest = match.groups()
+            words = rest.split()
+            dropped = [w for w in words if _DROPPED_FLAG.match(w)]
+            words = [w for w in words if w not in dropped]
+            if dropped:
+                log.debug("dropping %s from %s (no Apptainer equivalent)", dropped, verb)
+            if len(words) >= 2 and not words[-1].startswith("/"):
+                dest = words[-1]
+                absolute = posixpath.normpath(posixpath.join(workdir, dest))
+                if dest.endswith(("/", ".")):
+                    absolute = absolute.rstrip("/") + "/"
+                words[-1] = absolute
+            line = f"{indent}{verb}{space}{' '.join(words)}"
+        continued = line.rstrip().endswith("\\")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _bootstrap(base: str | Path) -> tuple[str, str]:
+    """``(Bootstrap, From)`` for ``base``: a URI, a local image path or a registry name."""
+    text = str(base)
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        return scheme, rest
+    if isinstance(base, Path) or text.endswith(".sif") or text.startswith(("/", "./", "../")):
+        return "localimage", str(Path(text).absolute())
+    return "docker", text
+
+
+def _drop_section(definition: str, section: str) -> str:
+    """Remove ``%section`` (up to the next ``%`` header) from a definition."""
+    out: list[str] = []
+    skipping = False
+    for line in definition.splitlines():
+        if line.startswith("%"):
+            skipping = line.split()[0] == f"%{section}"
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
+def dockerfile_to_definition(dockerfile_text: str, base: str | Path | None = None) -> str:
+    """Convert a task Dockerfile to an Apptainer definition with spython's converter.
+
+    ``base`` replaces every stage's ``FROM`` image: a ``.sif`` or other path becomes
+    ``Bootstrap: localimage``, a URI (``docker://``, ``oras://``, ...) bootstraps from
+    its scheme, a bare name from Docker. ``ENV`` values are exported in ``%post`` (as
+    Docker exports them to later ``RUN`` steps), and ``%startscript`` is left out so
+    that, as under podman, an instance runs no image service on its own.
+
+    Known limits of the conversion: ``%files`` runs before ``%post`` whatever the
+    Dockerfile order, and JSON-form ``COPY ["a", "b"]`` is not understood.
+    """
+    from spython.main.parse.parsers import DockerParser
+    from spython.main.parse.writers import SingularityWriter
+
+    with tempfile.TemporaryDirectory(prefix="tmax-dockerfile-") as tmp:
+        path = Path(tmp) / "Dockerfile"
+        path.write_text(_prepare_dockerfile(dockerfile_text))
+        try:
+            recipes = DockerParser(str(path)).recipe
+        except SystemExit:  # spython's bot.exit()
+            raise ValueError("spython could not parse the Dockerfile") from None
+    for stage, recipe in recipes.items():
+        if recipe.fromHeader is None:
+            raise ValueError(f"Dockerfile stage {stage!r} has no FROM")
+        exported = set(recipe.environ)
+        recipe.install = [f"export {x}" if x in exported else x for x in recipe.install]
+    try:
+        definition = SingularityWriter(recipes).convert()
+    except SystemExit:
+        raise ValueError("spython could not convert the Dockerfile") from None
+    definition = _drop_section(definition, "startscript")
+    if base is not None:
+        bootstrap, source = _bootstrap(base)
+        definition = re.sub(
+            r"^Bootstrap: docker\nFrom: .*$",
+            lambda _: f"Bootstrap: {bootstrap}\nFrom: {source}",
+            definition,
+            flags=re.MULTILINE,
+        )
+    return definition.rstrip("\n") + "\n"
+
+
+def _hash_tree(digest: Any, root: Path, skip: Path | None) -> None:
+    """Paths, kinds, modes and contents under ``root``; ``skip`` and the files
+    :func:`build_sif` keeps beside it (key, lock, temporaries) are left out."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted([*dirnames, *filenames]):
+            path = Path(dirpath, name)
+            own = (skip.name, f".{skip.name}.", f"{skip.stem}.sif.") if skip else ()
+            if skip is not None and path.parent == skip.parent and name.startswith(own):
+                dirnames[:] = [d for d in dirnames if d != name]
+                continue
+            rel = path.relative_to(root).as_posix().encode()
+            if path.is_symlink():
+                digest.update(b"L\0" + rel + b"\0" + os.readlink(path).encode() + b"\0")
+            elif path.is_dir():
+                digest.update(b"D\0" + rel + b"\0")
+            elif not path.is_file():  # a FIFO or socket: never open it
+                digest.update(b"O\0" + rel + b"\0")
+            else:
+                mode = b"x" if os.access(path, os.X_OK) else b"-"
+                digest.update(b"F\0" + rel + b"\0" + mode + b"\0")
+                with path.open("rb") as handle:
+                    for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                        digest.update(chunk)
+                digest.update(b"\0")
+
+
+def definition_key(definition: str, context_dir: Path, output: Path | None = None) -> str:
+    """sha256 of the definition and every file in the build context.
+
+    ``output`` (when it lies in the context) and the files kept beside it are left out.
+    A ``Bootstrap: localimage`` base counts too (its own ``.sif.key`` when it was made
+    by :func:`build_sif`, else its size and mtime), so a rebuilt base rebuilds its
+    children.
+    """
+    digest = hashlib.sha256(f"{KEY_FORMAT}\0".encode())
+    digest.update(definition.encode() + b"\0")
+    _hash_tree(digest, Path(context_dir), output)
+    for source in re.findall(r"^Bootstrap: localimage\nFrom: (.+)$", definition, re.MULTILINE):
+        base = Path(source.strip())
+        base_key = base.with_suffix(".sif.key")
+        if base_key.is_file():
+            digest.update(b"B\0" + base_key.read_bytes())
+        elif base.exists():
+            stat = base.stat()
+            digest.update(f"S\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_key(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def build_sif(definition: str, context_dir: Path, output: Path, fakeroot: bool = False) -> Path:
+    """Build ``output`` from ``definition`` with ``singularity build``, unless it is current.
+
+    ``output`` is current when the sidecar ``<output>.sif.key`` holds
+    :func:`definition_key`. The build runs in ``context_dir`` (relative ``%files``
+    sources are taken from there), writes a temporary image beside ``output`` and
+    renames it into place, so a failed or interrupted build never leaves a SIF that
+    looks finished. Parallel builds of the same output wait for each other.
+    """
+    context_dir = Path(context_dir).absolute()
+    output = Path(output).absolute()
+    key_file = output.with_suffix(".sif.key")
+    if not context_dir.is_dir():
+        raise ImageError(f"build context {context_dir} is not a directory")
+    key = definition_key(definition, context_dir, output)
+    if output.exists() and _read_key(key_file) == key:
+        return output
+    binary = apptainer_binary()
+    if shutil.which(binary) is None:
+        raise ImageError(_missing_binary_message(binary))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(output.with_suffix(".sif.lock")):
+        if output.exists() and _read_key(key_file) == key:
+            return output  # built by another process while we waited
+        stem = f".{output.name}.{uuid.uuid4().hex[:12]}"
+        def_file = output.parent / f"{stem}.def"
+        tmp_sif = output.parent / f"{stem}.tmp.sif"
+        try:
+            def_file.write_text(definition)
+            command = [binary, "build", *(["--fakeroot"] if fakeroot else [])]
+            command += [str(tmp_sif), str(def_file)]
+            log.info("building %s", output)
+            try:
+                result = _run(command, timeout=BUILD_TIMEOUT_SEC, cwd=context_dir)
+            except SandboxError as error:
+                raise ImageError(str(error)) from None
+            if result.returncode != 0 or not tmp_sif.is_file():
+                output_tail = (result.stdout + result.stderr).strip()[-4000:]
+                raise ImageError(f"apptainer build of {output} failed:\n{output_tail}")
+            key_file.unlink(missing_ok=True)  # never pair the new image with an old key
+            os.replace(tmp_sif, output)
+            write_text(key_file, key + "\n")
+        finally:
+            def_file.unlink(missing_ok=True)
+            if tmp_sif.is_dir() and not tmp_sif.is_symlink():
+                shutil.rmtree(tmp_sif, ignore_errors=True)
+            else:
+                tmp_sif.unlink(missing_ok=True)
+    return output

@@ -1,0 +1,680 @@
+"""One interface over every sandbox backend (podman, bwrap, apptainer).
+
+A backend only has to start an isolated root file system with the trusted toolbox
+mounted read-only at ``/opt/tmax`` and hand back one long-lived *control shell*
+(the toolbox's bash, talking over a pipe). Everything else is shared and lives
+here: the persistent agent session, per-command timeouts enforced inside the
+sandbox, the output cap, upload/download and the Harbor verifier protocol.
+
+Why a control shell instead of one ``podman exec`` per command: an exec costs
+about 200 ms, a round trip over the open pipe about 0.1 ms; and killing an exec
+client does not stop the command inside the container, while ``timeout`` run by
+the control shell inside the sandbox does.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import logging
+import math
+import os
+import re
+import select
+import shlex
+import subprocess
+import tarfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from tmax.tasks import Task
+
+log = logging.getLogger("tmax.sandbox")
+
+TOOLBOX = "/opt/tmax"
+"""Where every backend mounts the trusted toolbox, read-only."""
+LABEL = "tmax.sandbox"
+"""Label (podman), name prefix (apptainer) or marker file (bwrap) on every resource."""
+SESSION_DIR = "/tmp/.tmax-session"
+"""Agent-session state inside the sandbox (cwd, exported variables, output files)."""
+SESSION_TMPFS_MB = 64
+"""Size of the tmpfs backends mount on SESSION_DIR: the most one command's output can take."""
+VERIFIER_PATH = f"{TOOLBOX}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HOST_GRACE_SEC = 15.0
+"""Extra host-side wait beyond a command's own timeout before the sandbox is declared hung."""
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be started, or a backend command failed."""
+
+
+class SandboxDied(SandboxError):
+    """The sandbox stopped answering (killed, out of memory, hung); the episode is over."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-task limits (from ``task.toml``) that every backend enforces."""
+
+    memory_mb: int = 2048
+    cpus: float = 1.0
+    pids: int = 1024
+    command_timeout_sec: float = 120.0
+    output_limit_bytes: int = 100_000
+    """Output kept per command: the first and the last half of this, the middle cut."""
+    network: bool = False
+    verifier_timeout_sec: float = 600.0
+
+    @classmethod
+    def from_task(cls, task: Task, **overrides: Any) -> Limits:
+        """Read limits from ``[environment]`` and our keys in ``[metadata]``.
+
+        The network is off unless the task explicitly allows it (Harbor's default is
+        on; ours is off, so that a task has to ask for it).
+        """
+        config = task.config
+        env = config.environment
+        explicit = "network_mode" in env or "allow_internet" in env
+        meta = config.metadata
+        values: dict[str, Any] = {
+            "memory_mb": config.memory_mb,
+            "cpus": float(config.cpus),
+            "pids": int(meta.get("pids_limit", cls.pids)),
+            "command_timeout_sec": float(meta.get("command_timeout_sec", cls.command_timeout_sec)),
+            "output_limit_bytes": int(meta.get("output_limit_bytes", cls.output_limit_bytes)),
+            "network": explicit and config.network_mode != "no-network",
+            "verifier_timeout_sec": float(config.get("verifier", "timeout_sec")),
+        }
+        values.update(overrides)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one command printed (stdout and stderr together) and how it ended."""
+
+    output: str
+    exit_code: int
+    duration_sec: float
+    timed_out: bool = False
+    truncated_bytes: int = 0
+    oom_killed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The verifier's verdict: ``reward`` in [0, 1] plus every named reward it wrote."""
+
+    reward: float
+    rewards: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None
+    output: str = ""
+    duration_sec: float = 0.0
+
+
+def _cgroup_dirs(pid: int, controller: str) -> list[Path]:
+    """Host paths of ``pid``'s cgroup for a v1 controller, or its v2 cgroup."""
+    dirs = []
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            dirs.append(Path("/sys/fs/cgroup") / controller / path.lstrip("/"))
+        elif controllers == "" and (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+            dirs.append(Path("/sys/fs/cgroup") / path.lstrip("/"))
+    return [d for d in dirs if d.is_dir()]
+
+
+def _freeze(dirs: list[Path], frozen: bool) -> None:
+    for path in dirs:
+        for name, value in (("freezer.state", "FROZEN" if frozen else "THAWED"),
+                            ("cgroup.freeze", "1" if frozen else "0")):  # fmt: skip
+            try:
+                (path / name).write_text(value)
+            except OSError:
+                continue
+
+
+def _proc_field(pid: int, index: int) -> int | None:
+    """A numeric field of /proc/PID/stat (after the command name): 1 = ppid, 2 = pgid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[index])
+
+
+class Channel:
+    """A process with pipes to its stdin and (merged) stdout, read with deadlines."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise SandboxError("control process needs stdin and stdout pipes")
+        self.process = process
+        self._stdin = process.stdin
+        self._fd = process.stdout.fileno()
+        os.set_blocking(self._fd, False)
+        self._buffer = bytearray()
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._stdin.write(data)
+            self._stdin.flush()
+        except (BrokenPipeError, ValueError) as error:
+            raise SandboxDied(f"control shell is gone ({error})") from None
+
+    def _fill(self, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([self._fd], [], [], remaining)
+        if not ready:
+            raise TimeoutError
+        chunk = os.read(self._fd, 1 << 16)
+        if not chunk:
+            code = self.process.poll()
+            raise SandboxDied(f"control shell exited (status {code})")
+        self._buffer += chunk
+
+    def read_until(self, marker: bytes, deadline: float) -> bytes:
+        """Bytes up to (not including) ``marker``; the marker is consumed."""
+        while (index := self._buffer.find(marker)) < 0:
+            self._fill(deadline)
+        data = bytes(self._buffer[:index])
+        del self._buffer[: index + len(marker)]
+        return data
+
+    def read_exact(self, size: int, deadline: float) -> bytes:
+        while len(self._buffer) < size:
+            self._fill(deadline)
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            log.warning("control process %s did not exit", self.process.pid)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+# Shell functions defined once in the control shell. Every binary they use comes
+# from the read-only toolbox, so an agent that breaks /bin or /usr cannot break
+# timeouts, the output cap, uploads or the verifier.
+_CONTROL_FUNCTIONS = r"""
+exec 2>&1
+export PATH=/opt/tmax/bin
+S=/tmp/.tmax-session
+mkdir -p "$S" && chmod 700 "$S"
+if [ -x /bin/bash ]; then __tmax_sh=/bin/bash; else __tmax_sh=/bin/sh; fi
+: > "$S/env"
+# Builtin stat and rm (bash loadables shipped in the toolbox) save two execs per
+# command; the external binaries are used where the loadables are missing.
+enable -f /opt/tmax/lib/bash/stat stat 2>/dev/null && __tmax_bstat=1
+enable -f /opt/tmax/lib/bash/rm rm 2>/dev/null
+__n=0
+__tmax_size() {
+  if [ -n "$__tmax_bstat" ]; then stat -A __st "$1"; __size=${__st[size]}
+  else __size=$(/opt/tmax/bin/stat -c %s "$1"); fi
+}
+__tmax_oom() {  # OOM kills seen by this cgroup, read with builtins only (no forks)
+  local f key value
+  __oom=0
+  [ "$__tmax_oom_on" = 1 ] || return 0
+  for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+    if [ -r "$f" ]; then
+      while read -r key value; do
+        if [ "$key" = oom_kill ]; then __oom=$value; return; fi
+      done < "$f"
+    fi
+  done
+  __oom=0
+}
+__tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 workdir
+  local oom0 start rc out
+  [ -s "$S/cwd" ] || printf '%s' "$5" > "$S/cwd"
+  __tmax_oom; oom0=$__oom; start=${EPOCHREALTIME/./}
+  # Output goes to a fresh file, not a pipe: a background job the agent starts keeps
+  # its (later unlinked) file open without making us wait for it. The session dir
+  # is a small tmpfs, so endless output ends in ENOSPC for the writer, not a full disk.
+  __n=$((__n + 1)); out="$S/out.$__n"
+  timeout -k 2 "$2" "$__tmax_sh" -c '
+    PATH=$1
+    read -r __d < /tmp/.tmax-session/cwd; cd "$__d" 2>/dev/null || cd /
+    . /tmp/.tmax-session/env 2>/dev/null
+    . /tmp/.tmax-session/cmd
+    __rc=$?
+    pwd > /tmp/.tmax-session/cwd
+    export -p > /tmp/.tmax-session/env
+    exit $__rc' sh "$__tmax_path" </dev/null > "$out" 2>&1
+  rc=$?
+  __tmax_oom
+  __tmax_size "$out"
+  if [ "$__size" -le $(( $3 + $4 )) ]; then
+    if [ "$__size" -gt 0 ]; then cat "$out"; fi; printf '\n%s_SPLIT\n' "$1"
+  else head -c "$3" "$out"; printf '\n%s_SPLIT\n' "$1"; tail -c "$4" "$out"
+  fi
+  rm -f "$out"
+  printf '\n%s %s %s %s %s\n' "$1" "$rc" "$__size" \
+    "$(( (${EPOCHREALTIME/./} - start) / 1000 ))" "$(( __oom - oom0 ))"
+}
+__tmax_path=$(cat /proc/1/environ 2>/dev/null | tr '\0' '\n' | sed -n 's/^PATH=//p')
+[ -n "$__tmax_path" ] || __tmax_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+printf '__TMAX_READY__\n'
+"""
+
+
+class Sandbox(ABC):
+    """A started task sandbox: a persistent agent session, files in and out, a verifier.
+
+    Use as a context manager; ``close()`` removes everything the sandbox created.
+    """
+
+    backend: ClassVar[str]
+    oom_inside: ClassVar[bool] = True
+    """Whether the sandbox's own cgroup is visible inside it (for counting OOM kills)."""
+
+    def __init__(
+        self,
+        image: str,
+        limits: Limits | None = None,
+        *,
+        workdir: str = "/",
+        run_id: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.image = image
+        self.limits = limits or Limits()
+        self.workdir = workdir
+        self.run_id = run_id or os.environ.get("TMAX_RUN_ID", "default")
+        self.sandbox_id = f"tmax-{name or 'task'}-{uuid.uuid4().hex[:10]}"
+        self.sandbox_id = re.sub(r"[^A-Za-z0-9_.-]", "-", self.sandbox_id)
+        self._channel: Channel | None = None
+        self._control_pid: int | None = None
+        self.reaped = 0
+        self._protected: set[int] = set()
+        self.died: str | None = None
+
+    # --- what a backend implements -------------------------------------------------
+
+    @abstractmethod
+    def _start(self) -> subprocess.Popen[bytes]:
+        """Create the sandbox; return the toolbox bash running inside it, with pipes."""
+
+    @abstractmethod
+    def _stop(self) -> None:
+        """Remove everything ``_start`` created; must not raise if it is already gone."""
+
+    @classmethod
+    @abstractmethod
+    def cleanup(cls, run_id: str | None = None) -> list[str]:
+        """Remove resources left behind by crashed runs (all runs when ``run_id`` is None)."""
+
+    def _anchor_pid(self) -> int | None:
+        """Host PID of some process inside the sandbox's cgroup (None: not visible)."""
+        return None
+
+    def oom_kills(self) -> int | None:
+        """Host-side count of OOM kills in the sandbox's memory cgroup (None: not
+        visible; the control shell's in-sandbox count is used instead)."""
+        anchor = self._anchor_pid()
+        for path in _cgroup_dirs(anchor, "memory") if anchor else []:
+            for name in ("memory.events", "memory.oom_control"):
+                try:
+                    for line in (path / name).read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+                except OSError:
+                    continue
+        return None
+
+    def sandbox_pids(self) -> list[int]:
+        """Host PIDs of every process in the sandbox's cgroup."""
+        anchor = self._anchor_pid()
+        found: set[int] = set()
+        for path in _cgroup_dirs(anchor, "pids") if anchor else []:
+            with contextlib.suppress(OSError):
+                found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        return sorted(found)
+
+    def reap(self) -> int:
+        """Kill, from the host, every process in the sandbox but its own init and the
+        control shell. Used when the control shell is starved, e.g. a fork bomb holds
+        every PID the sandbox may have; the overrunning command's output is lost."""
+        if self._control_pid is None:
+            return 0
+        anchor = self._anchor_pid()
+        freezers = _cgroup_dirs(anchor, "freezer") if anchor else []
+        killed = 0
+        for _ in range(20):
+            # Freeze the cgroup so nothing can fork while we sweep it; frozen
+            # processes die of the pending SIGKILL as soon as they are thawed.
+            _freeze(freezers, True)
+            try:
+                victims = [
+                    pid
+                    for pid in self.sandbox_pids()
+                    if pid not in self._protected and pid != self._control_pid
+                ]
+                for pid in victims:
+                    try:
+                        os.kill(pid, 9)
+                        killed += 1
+                    except ProcessLookupError:
+                        pass
+            finally:
+                _freeze(freezers, False)
+            if not victims:
+                break
+            time.sleep(0.05)
+        log.warning("%s: killed %d runaway process(es) from the host", self.sandbox_id, killed)
+        return killed
+
+    def _find_control(self) -> None:
+        """Remember the control shell's host PID and the sandbox's own processes."""
+        self._protected = set()
+        self._control_pid = None
+        for pid in self.sandbox_pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmdline[:2] == [f"{TOOLBOX}/bin/bash".encode(), b"--noprofile"]:
+                self._control_pid = self._control_pid or pid
+            else:
+                self._protected.add(pid)  # init, bwrap's helpers: present before the agent
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> Self:
+        started = time.monotonic()
+        try:
+            self._channel = Channel(self._start())
+            setup = f"__tmax_oom_on={int(self.oom_inside)}\n{_CONTROL_FUNCTIONS}"
+            self._channel.send(setup.encode())
+            self._channel.read_until(b"__TMAX_READY__\n", time.monotonic() + 60)
+        except (TimeoutError, SandboxError) as error:
+            self.close()
+            raise SandboxError(f"{self.backend} sandbox did not come up: {error!r}") from None
+        self._find_control()
+        log.debug("%s %s up in %.3fs", self.backend, self.sandbox_id, time.monotonic() - started)
+        return self
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        self._stop()
+
+    def __enter__(self) -> Self:
+        return self.start() if self._channel is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def channel(self) -> Channel:
+        if self._channel is None:
+            raise SandboxError("sandbox is not started")
+        if self.died:
+            raise SandboxDied(self.died)
+        return self._channel
+
+    def _control(
+        self, script: str, timeout: float, payload: bytes = b"", marker: str | None = None
+    ) -> tuple[bytes, list[str]]:
+        """Run ``script`` in the control shell; return its output and the marker fields.
+
+        The marker is random per call, so nothing the agent prints can forge it.
+        """
+        marker = marker or f"__TMAX_END_{uuid.uuid4().hex}__"
+        channel = self.channel
+        channel.send(script.replace("@MARKER@", marker).encode() + b"\n" + payload)
+        end = f"\n{marker} ".encode()
+        try:
+            try:
+                out = channel.read_until(end, time.monotonic() + timeout + HOST_GRACE_SEC)
+            except TimeoutError:
+                # The in-sandbox timeout did not bring the shell back (e.g. no PIDs
+                # left to fork): kill the agent's processes from the host, wait again.
+                self.reaped = self.reap()
+                if not self.reaped:
+                    raise
+                out = channel.read_until(end, time.monotonic() + HOST_GRACE_SEC)
+            fields = channel.read_until(b"\n", time.monotonic() + HOST_GRACE_SEC).decode().split()
+        except TimeoutError:
+            self.died = f"sandbox stopped answering ({timeout:.0f}s command timeout + grace)"
+            raise SandboxDied(self.died) from None
+        except SandboxDied as error:
+            self.died = str(error)
+            raise
+        return out, fields
+
+    # --- the agent's session ----------------------------------------------------------
+
+    def run(self, command: str, timeout: float | None = None) -> ExecResult:
+        """Run ``command`` in the persistent session (cwd and exported variables carry
+        over). The timeout is enforced inside the sandbox; output beyond the limit keeps
+        its head and tail."""
+        timeout = self.limits.command_timeout_sec if timeout is None else timeout
+        half = max(1, self.limits.output_limit_bytes // 2)
+        delimiter = f"__TMAX_CMD_{uuid.uuid4().hex}__"
+        script = (
+            f"cat > \"$S/cmd\" <<'{delimiter}'\n{command}\n{delimiter}\n"
+            f"__tmax_run @MARKER@ {math.ceil(timeout)} {half} {half} {shlex.quote(self.workdir)}"
+        )
+        started = time.monotonic()
+        host_ooms = self.oom_kills()
+        marker = f"__TMAX_END_{uuid.uuid4().hex}__"
+        self.reaped = 0
+        out, fields = self._control(script, timeout, marker=marker)
+        rc, size, elapsed_ms, ooms = (int(x) for x in fields[:4])
+        if host_ooms is not None:
+            ooms = (self.oom_kills() or 0) - host_ooms
+        head, _, tail = out.partition(f"\n{marker}_SPLIT\n".encode())
+        omitted = max(0, size - len(head) - len(tail))
+        data = head
+        if omitted:
+            data += f"\n[... {omitted} bytes of output omitted ...]\n".encode() + tail
+        timed_out = rc in (124, 137) and elapsed_ms >= timeout * 1000 - 50
+        if self.reaped:
+            timed_out = True
+            note = f"\n[tmax: command overran; {self.reaped} process(es) killed from the host]"
+            data += note.encode()
+        return ExecResult(
+            output=data.decode("utf-8", errors="replace"),
+            exit_code=rc,
+            duration_sec=time.monotonic() - started,
+            timed_out=timed_out,
+            truncated_bytes=omitted,
+            oom_killed=ooms > 0 and not timed_out,
+        )
+
+    # --- files ------------------------------------------------------------------------
+
+    def upload(self, source: str | Path, destination: str) -> None:
+        """Copy a host file or directory to ``destination`` inside the sandbox.
+
+        A directory's contents land in ``destination``; a file lands at it.
+        """
+        source = Path(source)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            if source.is_dir():
+                for child in sorted(source.iterdir()):
+                    archive.add(child, arcname=child.name)
+                target_dir = destination
+            else:
+                archive.add(source, arcname=Path(destination).name)
+                target_dir = str(Path(destination).parent)
+        payload = buffer.getvalue()
+        quoted = shlex.quote(target_dir)
+        script = (
+            f"mkdir -p {quoted} && head -c {len(payload)} | tar -x -f - -C {quoted} "
+            f"--no-same-owner; printf '\\n%s %s\\n' @MARKER@ $?"
+        )
+        out, fields = self._control(script, 300, payload)
+        if fields[0] != "0":
+            raise SandboxError(f"upload to {destination} failed: {out.decode(errors='replace')}")
+
+    def download(self, source: str, destination: str | Path) -> Path:
+        """Copy ``source`` (file or directory) out of the sandbox to ``destination``.
+
+        Extraction refuses links and paths that leave ``destination``, so a hostile
+        sandbox cannot write elsewhere on the host.
+        """
+        parent, name = str(Path(source).parent), Path(source).name
+        script = (
+            f'tar -c -f "$S/download.tar" -C {shlex.quote(parent)} {shlex.quote(name)} '
+            f'2>"$S/download.err"; rc=$?; '
+            f'size=$(/opt/tmax/bin/stat -c %s "$S/download.tar"); '
+            f'printf \'__TMAX_SIZE__ %s %s\\n\' "$rc" "$size"; '
+            f'cat "$S/download.tar"; rm -f "$S/download.tar"; printf \'\\n%s 0\\n\' @MARKER@'
+        )
+        marker = f"__TMAX_END_{uuid.uuid4().hex}__"
+        channel = self.channel
+        channel.send(script.replace("@MARKER@", marker).encode() + b"\n")
+        deadline = time.monotonic() + 300
+        channel.read_until(b"__TMAX_SIZE__ ", deadline)
+        rc, size = (int(x) for x in channel.read_until(b"\n", deadline).split())
+        data = channel.read_exact(size, deadline)
+        channel.read_until(f"\n{marker} 0\n".encode(), deadline)
+        if rc != 0:
+            raise SandboxError(f"download of {source} failed (tar status {rc})")
+        destination = Path(destination)
+        destination.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            archive.extractall(destination, filter="data")
+        return destination / name
+
+    # --- the verifier ---------------------------------------------------------------
+
+    def verify(self, tests_dir: str | Path, timeout: float | None = None) -> VerifyResult:
+        """Harbor's verifier protocol, hardened.
+
+        Stale reward files are deleted and ``/tests`` is replaced by the task's tests
+        (copied in only now, after the agent finished). ``test.sh`` runs under the
+        toolbox's bash with the toolbox first on PATH, so python3 and pytest are ours
+        even if the agent replaced the image's. The reward comes from
+        ``/logs/verifier/reward.json`` (wins) or ``reward.txt``, clamped to [0, 1];
+        a missing or unreadable reward counts as 0, with the reason recorded.
+        """
+        timeout = self.limits.verifier_timeout_sec if timeout is None else timeout
+        started = time.monotonic()
+        reset = (
+            "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier; "
+            "printf '\\n%s %s\\n' @MARKER@ $?"
+        )
+        out, fields = self._control(reset, 60)
+        if fields[0] != "0":
+            return VerifyResult(
+                0.0, reason=f"could not reset /tests: {out.decode(errors='replace')}"
+            )
+        self.upload(tests_dir, "/tests")
+        script = (
+            f"chmod -R a+rX /tests; cd /tests; "
+            f"timeout -k 5 {math.ceil(timeout)} env -i PATH={VERIFIER_PATH} HOME=/root "
+            f"LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 "
+            f"OPENSSL_CONF=/opt/tmax/no-openssl.cnf /opt/tmax/bin/bash /tests/test.sh "
+            f"> /logs/verifier/test-stdout.txt 2>&1 </dev/null; rc=$?; "
+            "for f in reward.json reward.txt; do "
+            "if [ -f /logs/verifier/$f ]; then printf '__TMAX_FILE__ %s ' $f; "
+            "head -c 4096 /logs/verifier/$f | base64 -w0; printf '\\n'; fi; done; "
+            "printf '__TMAX_LOG__ '; tail -c 20000 /logs/verifier/test-stdout.txt | base64 -w0; "
+            "printf '\\n%s %s\\n' @MARKER@ $rc"
+        )
+        try:
+            out, fields = self._control(script, timeout + 10)
+        except SandboxDied as error:
+            return VerifyResult(0.0, reason=f"verifier: {error}")
+        files, test_output = _parse_verifier_output(out.decode(errors="replace"))
+        rc = int(fields[0])
+        result = reward_from_files(files)
+        reason = result.reason
+        if rc in (124, 137) and reason:
+            reason = f"verifier timed out after {timeout:.0f}s; {reason}"
+        return VerifyResult(
+            reward=result.reward,
+            rewards=result.rewards,
+            reason=reason,
+            output=test_output,
+            duration_sec=time.monotonic() - started,
+        )
+
+
+def _parse_verifier_output(text: str) -> tuple[dict[str, str], str]:
+    files: dict[str, str] = {}
+    log_text = ""
+    for line in text.splitlines():
+        if line.startswith("__TMAX_FILE__ "):
+            _, name, *encoded = line.split(" ")
+            files[name] = base64.b64decode("".join(encoded)).decode("utf-8", errors="replace")
+        elif line.startswith("__TMAX_LOG__ "):
+            encoded_log = line.removeprefix("__TMAX_LOG__ ")
+            log_text = base64.b64decode(encoded_log).decode("utf-8", errors="replace")
+    return files, log_text
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def reward_from_files(files: Mapping[str, str]) -> VerifyResult:
+    """Harbor's reading of reward files: ``reward.json`` (a number, or names to
+    numbers with ``reward`` the main one) wins over ``reward.txt`` (one float)."""
+    if "reward.json" in files:
+        try:
+            data = json.loads(files["reward.json"])
+        except json.JSONDecodeError:
+            return VerifyResult(0.0, reason="reward.json is not valid JSON")
+        if isinstance(data, bool) or not isinstance(data, int | float | dict):
+            return VerifyResult(0.0, reason="reward.json must hold a number or an object")
+        if not isinstance(data, dict):
+            data = {"reward": data}
+        rewards: dict[str, float] = {}
+        for key, value in data.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return VerifyResult(0.0, reason=f"reward.json: {key!r} is not a number")
+            if not math.isfinite(value):
+                return VerifyResult(0.0, reason=f"reward.json: {key!r} is not finite")
+            rewards[key] = _clamp(float(value))
+        main = rewards.get("reward", next(iter(rewards.values()), None))
+        if main is None:
+            return VerifyResult(0.0, reason="reward.json is empty")
+        return VerifyResult(main, rewards)
+    if "reward.txt" in files:
+        text = files["reward.txt"].strip()
+        try:
+            value = float(text)
+        except ValueError:
+            return VerifyResult(0.0, reason=f"reward.txt is not a number: {text[:40]!r}")
+        if not math.isfinite(value):
+            return VerifyResult(0.0, reason="reward.txt is not finite")
+        return VerifyResult(_clamp(value), {"reward": _clamp(value)})
+    return VerifyResult(0.0, reason="the verifier wrote no reward file")

@@ -1,0 +1,233 @@
+"""bubblewrap: the fast local backend (a few ms to start).
+
+The image's root file system (a directory) is the read-only lower layer of a
+kernel overlay whose upper layer is private to the sandbox, so the agent can change
+anything and the image stays untouched. The overlay is mounted inside a private
+mount namespace (``unshare -m``): it vanishes with the sandbox even after a crash.
+bwrap 0.8 has no overlay options of its own, hence the kernel mount.
+
+As root bwrap keeps every host capability unless told otherwise, so ``--cap-drop
+ALL`` is always passed. Memory, CPU and PID limits come from a cgroup per sandbox
+(v1 or v2), joined before bwrap starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tmax.io import write_json
+from tmax.sandbox.base import (
+    LABEL,
+    SESSION_DIR,
+    SESSION_TMPFS_MB,
+    TOOLBOX,
+    Limits,
+    Sandbox,
+    SandboxError,
+)
+
+log = logging.getLogger("tmax.sandbox.bwrap")
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_GROUP = "tmax"
+CFS_PERIOD_US = 100_000
+
+
+def sandbox_root() -> Path:
+    """Where per-sandbox overlay layers live (marker files make crashes findable)."""
+    return Path(os.environ.get("TMAX_SANDBOX_DIR", "/var/tmp/tmax-sandboxes"))
+
+
+class Cgroup:
+    """One cgroup per sandbox, on a v1 (per-controller) or v2 (unified) hierarchy."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.unified = (CGROUP_ROOT / "cgroup.controllers").exists()
+        if self.unified:
+            self.dirs = {"unified": CGROUP_ROOT / CGROUP_GROUP / name}
+        else:
+            self.dirs = {
+                c: CGROUP_ROOT / c / CGROUP_GROUP / name
+                for c in ("memory", "pids", "cpu")
+                if (CGROUP_ROOT / c).is_dir()
+            }
+
+    def create(self, limits: Limits) -> None:
+        memory = limits.memory_mb * 1024 * 1024
+        quota = int(limits.cpus * CFS_PERIOD_US)
+        try:
+            if self.unified:
+                parent = CGROUP_ROOT / CGROUP_GROUP
+                parent.mkdir(exist_ok=True)
+                (CGROUP_ROOT / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                (parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                path = self.dirs["unified"]
+                path.mkdir()
+                (path / "memory.max").write_text(str(memory))
+                (path / "memory.swap.max").write_text("0")
+                (path / "pids.max").write_text(str(limits.pids))
+                (path / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
+                return
+            for controller, path in self.dirs.items():
+                path.mkdir(parents=True, exist_ok=True)
+                if controller == "memory":
+                    (path / "memory.limit_in_bytes").write_text(str(memory))
+                    swap = path / "memory.memsw.limit_in_bytes"
+                    if swap.exists():
+                        swap.write_text(str(memory))
+                elif controller == "pids":
+                    (path / "pids.max").write_text(str(limits.pids))
+                elif controller == "cpu":
+                    (path / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+                    (path / "cpu.cfs_quota_us").write_text(str(quota))
+            missing = {"memory", "pids", "cpu"} - set(self.dirs)
+            if missing:
+                raise OSError(f"cgroup controllers not mounted: {', '.join(sorted(missing))}")
+        except OSError as error:
+            self.remove()
+            raise SandboxError(
+                f"bwrap needs a writable cgroup hierarchy to enforce limits ({error}); "
+                "run as root or use the podman backend"
+            ) from None
+
+    def join(self) -> None:
+        """Move the calling process into the cgroup (run in the child before exec)."""
+        for path in self.dirs.values():
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def pids(self) -> list[int]:
+        found: set[int] = set()
+        for path in self.dirs.values():
+            with contextlib.suppress(OSError):
+                found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        return sorted(found)
+
+    def remove(self) -> None:
+        for _ in range(50):
+            remaining = self.pids()
+            for pid in remaining:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if not remaining:
+                break
+            time.sleep(0.02)
+        for path in self.dirs.values():
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                log.warning("could not remove cgroup %s: %s", path, error)
+
+
+class BwrapSandbox(Sandbox):
+    backend = "bwrap"
+
+    def __init__(
+        self,
+        image: str | Path,
+        limits: Limits | None = None,
+        *,
+        toolbox: Path,
+        env: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(str(image), limits, **kwargs)
+        self.rootfs = Path(image)
+        if not (self.rootfs / "bin").exists() and not (self.rootfs / "usr").exists():
+            raise SandboxError(f"bwrap image must be a root file system directory: {self.rootfs}")
+        self.toolbox = Path(toolbox)
+        self.env = env or {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+        self.dir = sandbox_root() / self.sandbox_id
+        self.cgroup = Cgroup(self.sandbox_id)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def _bwrap_args(self) -> list[str]:
+        args = [
+            "bwrap",
+            "--bind", str(self.dir / "merged"), "/",
+            "--ro-bind", str(self.toolbox), TOOLBOX,
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(SESSION_TMPFS_MB * 1024 * 1024), "--perms", "0700",
+            "--tmpfs", SESSION_DIR,
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+            "--hostname", "sandbox",
+            "--chdir", "/",
+            "--clearenv",
+        ]  # fmt: skip
+        if self.limits.network:
+            args.append("--share-net")
+        for key, value in {"HOME": "/root", **self.env}.items():
+            args += ["--setenv", key, value]
+        return [*args, f"{TOOLBOX}/bin/bash", "--noprofile", "--norc"]
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if shutil.which("bwrap") is None:
+            raise SandboxError("bwrap is not installed (./setup.sh installs bubblewrap when root)")
+        for sub in ("upper", "work", "merged"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        write_json(
+            self.dir / "sandbox.json",
+            {LABEL: self.run_id, "rootfs": str(self.rootfs), "host_pid": os.getpid()},
+        )
+        self.cgroup.create(self.limits)
+        overlay = (
+            f"lowerdir={self.rootfs},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}"
+        )
+        merged = shlex.quote(str(self.dir / "merged"))
+        inner = (
+            f"mount -t overlay overlay -o {shlex.quote(overlay)} {merged}"
+            f" && exec {shlex.join(self._bwrap_args())}"
+        )
+        self.process = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", inner],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=self.cgroup.join,  # joins the cgroup before bwrap starts
+        )
+        return self.process
+
+    def _anchor_pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def _stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.cgroup.remove()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @classmethod
+    def cleanup(cls, run_id: str | None = None) -> list[str]:
+        removed = []
+        root = sandbox_root()
+        for marker in sorted(root.glob("*/sandbox.json")) if root.exists() else []:
+            try:
+                owner = json.loads(marker.read_text()).get(LABEL)
+            except (OSError, json.JSONDecodeError):
+                owner = None
+            if run_id is not None and owner != run_id:
+                continue
+            name = marker.parent.name
+            Cgroup(name).remove()
+            shutil.rmtree(marker.parent, ignore_errors=True)
+            removed.append(name)
+        if removed:
+            log.info("removed %d leftover bwrap sandbox(es)", len(removed))
+        return removed
