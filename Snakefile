@@ -10,6 +10,7 @@ configfile: "config.yaml"
 
 include: "rules/common.smk"
 include: "rules/sample.smk"
+include: "rules/images.smk"
 
 
 rule all:

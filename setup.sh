@@ -40,7 +40,11 @@ done
 
 # --- Debian packages ----------------------------------------------------------
 # Each stage adds what it needs here; missing ones are installed when root.
-APT_PACKAGES=(git)
+#   sandboxes: podman + runc (crun fails on cgroup-v1-hybrid hosts), bubblewrap,
+#   debootstrap (registry-free base image), uidmap, tmux (keystroke harnesses);
+#   the verifier toolbox: patchelf, Debian's python3 + pytest, bash loadables.
+APT_PACKAGES=(git podman runc bubblewrap debootstrap uidmap tmux patchelf
+  python3 python3-pytest bash-builtins)
 if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   APT_PACKAGES+=("python3-venv")
 fi
@@ -60,6 +64,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   else
     say "warning: missing Debian packages (run as root to install them): ${missing[*]}"
   fi
+fi
+
+# Rootful podman needs runc and explicit ulimits here (it otherwise asks for rlimits
+# above the hard limits, and crun cannot handle cgroup-v1-hybrid hosts).
+PODMAN_CONF=/etc/containers/containers.conf.d/50-tmax-sandbox.conf
+if [ "$(id -u)" = 0 ] && command -v podman >/dev/null 2>&1 && [ ! -f "$PODMAN_CONF" ]; then
+  say "configuring podman ($PODMAN_CONF)"
+  mkdir -p "$(dirname "$PODMAN_CONF")"
+  cat >"$PODMAN_CONF" <<'CONF'
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+CONF
 fi
 
 # --- virtual environment --------------------------------------------------------

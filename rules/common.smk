@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from tmax.config import ConfigError, validate_config  # noqa: E402
-from tmax.taxonomy.model import packaged_taxonomy_path  # noqa: E402
+from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
 
 # Validate before any job starts; fill schema defaults into the live config.
@@ -21,16 +21,25 @@ config.update(_validated)
 
 wildcard_constraints:
     shard=r"\d{5}",
+    domain=r"[a-z_]+",
 
 
 SPEC_SHARDS = shard_bounds(
     config["sampler"]["n_specs"], config["sampler"]["shard_size"]
 )
+DOMAINS = list(load_taxonomy(config["taxonomy"]).domains)
 
 
 def taxonomy_file():
     """The taxonomy YAML: an input of sampling, so editing it reruns the sampler."""
     return config["taxonomy"] or str(packaged_taxonomy_path())
+
+
+def domain_definition(wildcards):
+    """The Dockerfile a domain's base image is built from (an input: edits rebuild)."""
+    definitions = Path(workflow.basedir) / "src/tmax/sandbox/definitions"
+    own = definitions / wildcards.domain / "Dockerfile"
+    return str(own if own.exists() else definitions / "base" / "Dockerfile")
 
 
 def spec_shard_files():

@@ -6,6 +6,8 @@ Examples::
     tmax sample --config configs/paper.yaml --out specs.parquet
     tmax balance specs.parquet --json balance.json --markdown balance.md
     tmax task check tests/fixtures/tasks/*
+    tmax sandbox check tests/fixtures/tasks/* --backend bwrap
+    tmax sandbox cleanup --run-id my-run
 """
 
 from __future__ import annotations
@@ -60,6 +62,36 @@ def _task_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _sandbox_cleanup(args: argparse.Namespace) -> int:
+    from tmax.sandbox import cleanup
+
+    backends = tuple(args.backend) if args.backend else ("podman", "bwrap", "apptainer")
+    for backend, removed in cleanup(args.run_id, backends).items():
+        print(f"{backend:10s} removed {len(removed)}: {' '.join(removed)}".rstrip(": "))
+    return 0
+
+
+def _sandbox_check(args: argparse.Namespace) -> int:
+    """Oracle must score 1 and a no-op 0: the task's verifier tells solved from not."""
+    from tmax.sandbox.episode import run_episode, sandbox_for_task
+
+    failed = 0
+    for task_dir in args.tasks:
+        if not (task_dir / "solution" / "solve.sh").exists():
+            print(f"skip {task_dir}: no solution/solve.sh")
+            continue
+        rewards = []
+        for commands in ([], ["bash /solution/solve.sh"]):
+            with sandbox_for_task(task_dir, args.backend) as box:
+                box.upload(task_dir / "solution", "/solution")
+                episode = run_episode(box, commands, task_dir / "tests")
+            rewards.append(episode.reward)
+        ok = rewards == [0.0, 1.0]
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {task_dir}: no-op {rewards[0]:g}, oracle {rewards[1]:g}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tmax", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"tmax {__version__}")
@@ -91,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
     task_check = task_sub.add_parser("check", help="validate task directories")
     task_check.add_argument("tasks", nargs="+", type=Path)
     task_check.set_defaults(func=_task_check)
+
+    sandbox = stages.add_parser("sandbox", help="task sandboxes (podman, bwrap, apptainer)")
+    sandbox_sub = sandbox.add_subparsers(dest="action", required=True)
+    clean = sandbox_sub.add_parser("cleanup", help="remove what crashed runs left behind")
+    clean.add_argument("--run-id", help="only this run's sandboxes (default: all)")
+    clean.add_argument("--backend", action="append", choices=["podman", "bwrap", "apptainer"])
+    clean.set_defaults(func=_sandbox_cleanup)
+    oracle = sandbox_sub.add_parser("check", help="oracle scores 1 and a no-op 0, per task")
+    oracle.add_argument("tasks", nargs="+", type=Path)
+    oracle.add_argument("--backend", default="podman", choices=["podman", "bwrap", "apptainer"])
+    oracle.set_defaults(func=_sandbox_check)
     return parser
 
 
@@ -99,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(args.log)
     try:
         return int(args.func(args))
-    except (ConfigError, TaxonomyError, SamplerError, TaskFormatError) as error:
+    except (ConfigError, TaxonomyError, SamplerError, TaskFormatError, RuntimeError) as error:
         print(f"tmax: error: {error}", file=sys.stderr)
         return 2
 

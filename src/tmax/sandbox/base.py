@@ -72,6 +72,10 @@ class Limits:
     """Output kept per command: the first and the last half of this, the middle cut."""
     network: bool = False
     verifier_timeout_sec: float = 600.0
+    keep_agent_processes: bool = False
+    """Leave the agent's processes running during verification. Off by default: a
+    background job could otherwise rewrite the reward file while the tests run. Tasks
+    whose tests talk to a service the agent started set ``keep_agent_processes``."""
 
     @classmethod
     def from_task(cls, task: Task, **overrides: Any) -> Limits:
@@ -92,6 +96,7 @@ class Limits:
             "output_limit_bytes": int(meta.get("output_limit_bytes", cls.output_limit_bytes)),
             "network": explicit and config.network_mode != "no-network",
             "verifier_timeout_sec": float(config.get("verifier", "timeout_sec")),
+            "keep_agent_processes": bool(meta.get("keep_agent_processes", False)),
         }
         values.update(overrides)
         return cls(**values)
@@ -223,9 +228,9 @@ class Channel:
 # timeouts, the output cap, uploads or the verifier.
 _CONTROL_FUNCTIONS = r"""
 exec 2>&1
-export PATH=/opt/tmax/bin
+export PATH=/opt/tmax/bin LC_ALL=C
 S=/tmp/.tmax-session
-mkdir -p "$S" && chmod 700 "$S"
+[ -d "$S" ] || { mkdir -p "$S" && chmod 700 "$S"; }
 if [ -x /bin/bash ]; then __tmax_sh=/bin/bash; else __tmax_sh=/bin/sh; fi
 : > "$S/env"
 # Builtin stat and rm (bash loadables shipped in the toolbox) save two execs per
@@ -270,16 +275,23 @@ __tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 wo
   rc=$?
   __tmax_oom
   __tmax_size "$out"
+  # Small outputs are relayed with builtins only (NUL bytes are dropped): a shell
+  # that cannot fork right after a fork bomb must not need to.
   if [ "$__size" -le $(( $3 + $4 )) ]; then
-    if [ "$__size" -gt 0 ]; then cat "$out"; fi; printf '\n%s_SPLIT\n' "$1"
+    if [ "$__size" -gt 0 ]; then
+      IFS= read -r -d '' -N "$__size" __buf < "$out"; printf '%s' "$__buf"
+    fi
+    printf '\n%s_SPLIT\n' "$1"
   else head -c "$3" "$out"; printf '\n%s_SPLIT\n' "$1"; tail -c "$4" "$out"
   fi
   rm -f "$out"
   printf '\n%s %s %s %s %s\n' "$1" "$rc" "$__size" \
     "$(( (${EPOCHREALTIME/./} - start) / 1000 ))" "$(( __oom - oom0 ))"
 }
-__tmax_path=$(cat /proc/1/environ 2>/dev/null | tr '\0' '\n' | sed -n 's/^PATH=//p')
-[ -n "$__tmax_path" ] || __tmax_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+__tmax_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+while IFS= read -r -d '' __kv; do  # the image's PATH, as its init got it
+  case $__kv in PATH=*) __tmax_path=${__kv#PATH=}; break ;; esac
+done < /proc/1/environ 2>/dev/null
 printf '__TMAX_READY__\n'
 """
 
@@ -357,6 +369,32 @@ class Sandbox(ABC):
             with contextlib.suppress(OSError):
                 found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
         return sorted(found)
+
+    def pids_limit_hits(self) -> int | None:
+        """How often a fork in the sandbox failed on its PID limit (cgroup pids.events);
+        None where the backend's cgroup is not visible."""
+        anchor = self._anchor_pid()
+        for path in _cgroup_dirs(anchor, "pids") if anchor else []:
+            try:
+                for line in (path / "pids.events").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "max":
+                        return int(value)
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def _pids_nearly_full(self) -> bool:
+        anchor = self._anchor_pid()
+        for path in _cgroup_dirs(anchor, "pids") if anchor else []:
+            try:
+                current = int((path / "pids.current").read_text())
+                maximum = (path / "pids.max").read_text().strip()
+            except (OSError, ValueError):
+                continue
+            if maximum != "max" and current >= int(maximum) - 4:
+                return True
+        return False
 
     def reap(self) -> int:
         """Kill, from the host, every process in the sandbox but its own init and the
@@ -490,7 +528,10 @@ class Sandbox(ABC):
             f"__tmax_run @MARKER@ {math.ceil(timeout)} {half} {half} {shlex.quote(self.workdir)}"
         )
         started = time.monotonic()
+        if self._pids_nearly_full():
+            self.reap()  # a background job has used up the PIDs: the shell could not fork
         host_ooms = self.oom_kills()
+        pid_hits = self.pids_limit_hits()
         marker = f"__TMAX_END_{uuid.uuid4().hex}__"
         self.reaped = 0
         out, fields = self._control(script, timeout, marker=marker)
@@ -506,6 +547,15 @@ class Sandbox(ABC):
         if self.reaped:
             timed_out = True
             note = f"\n[tmax: command overran; {self.reaped} process(es) killed from the host]"
+            data += note.encode()
+        elif pid_hits is not None and (self.pids_limit_hits() or 0) > pid_hits:
+            # The command hit the PID limit (a fork bomb, a runaway pool): whatever it
+            # left behind would starve every later command, so clear the sandbox.
+            killed = self.reap()
+            note = (
+                f"\n[tmax: the sandbox ran out of processes (limit {self.limits.pids}); "
+                f"{killed} process(es) killed]"
+            )
             data += note.encode()
         return ExecResult(
             output=data.decode("utf-8", errors="replace"),
@@ -546,8 +596,8 @@ class Sandbox(ABC):
     def download(self, source: str, destination: str | Path) -> Path:
         """Copy ``source`` (file or directory) out of the sandbox to ``destination``.
 
-        Extraction refuses links and paths that leave ``destination``, so a hostile
-        sandbox cannot write elsewhere on the host.
+        Links and paths that would leave ``destination`` are skipped (with a warning),
+        so a hostile sandbox cannot make the host write or read elsewhere.
         """
         parent, name = str(Path(source).parent), Path(source).name
         script = (
@@ -570,7 +620,11 @@ class Sandbox(ABC):
         destination = Path(destination)
         destination.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            archive.extractall(destination, filter="data")
+            for member in archive.getmembers():
+                try:
+                    archive.extract(member, destination, filter="data")
+                except tarfile.FilterError as error:
+                    log.warning("download of %s: skipped %s (%s)", source, member.name, error)
         return destination / name
 
     # --- the verifier ---------------------------------------------------------------
@@ -587,8 +641,11 @@ class Sandbox(ABC):
         """
         timeout = self.limits.verifier_timeout_sec if timeout is None else timeout
         started = time.monotonic()
+        # kill -9 -1 (bash's builtin) ends every process in the sandbox's PID namespace
+        # but init and the control shell itself.
+        stop_agent = "" if self.limits.keep_agent_processes else "kill -9 -1 2>/dev/null; "
         reset = (
-            "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier; "
+            f"{stop_agent}rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier; "
             "printf '\\n%s %s\\n' @MARKER@ $?"
         )
         out, fields = self._control(reset, 60)
@@ -597,8 +654,12 @@ class Sandbox(ABC):
                 0.0, reason=f"could not reset /tests: {out.decode(errors='replace')}"
             )
         self.upload(tests_dir, "/tests")
+        # Without an ini file of the tests' own, pytest would look for one in / and
+        # take the agent's (addopts, pythonpath, plugins): stop the search in /tests.
         script = (
-            f"chmod -R a+rX /tests; cd /tests; "
+            "chmod -R a+rX /tests; cd /tests; "
+            "[ -e pytest.ini ] || [ -e pyproject.toml ] || [ -e tox.ini ] || [ -e setup.cfg ] "
+            "|| printf '[pytest]\\n' > pytest.ini; "
             f"timeout -k 5 {math.ceil(timeout)} env -i PATH={VERIFIER_PATH} HOME=/root "
             f"LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 "
             f"OPENSSL_CONF=/opt/tmax/no-openssl.cnf /opt/tmax/bin/bash /tests/test.sh "

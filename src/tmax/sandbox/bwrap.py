@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tmax.io import write_json
 from tmax.sandbox.base import (
     LABEL,
     SESSION_DIR,
@@ -181,10 +180,9 @@ class BwrapSandbox(Sandbox):
             raise SandboxError("bwrap is not installed (./setup.sh installs bubblewrap when root)")
         for sub in ("upper", "work", "merged"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        write_json(
-            self.dir / "sandbox.json",
-            {LABEL: self.run_id, "rootfs": str(self.rootfs), "host_pid": os.getpid()},
-        )
+        # A plain write: this marker only helps cleanup find the directory.
+        marker = {LABEL: self.run_id, "rootfs": str(self.rootfs), "host_pid": os.getpid()}
+        (self.dir / "sandbox.json").write_text(json.dumps(marker))
         self.cgroup.create(self.limits)
         overlay = (
             f"lowerdir={self.rootfs},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}"

@@ -137,13 +137,30 @@ def podman_image_id(name: str) -> str:
     ).stdout.strip()
 
 
+def podman_image_config(name: str) -> tuple[dict[str, str], str]:
+    """An image's environment and working directory (what ``podman run`` would apply)."""
+    fmt = "{{json .Config.Env}}\n{{.Config.WorkingDir}}"
+    env_json, _, workdir = _run(
+        ["podman", "image", "inspect", "--format", fmt, name], "inspect"
+    ).stdout.partition("\n")
+    env = dict(item.split("=", 1) for item in (json.loads(env_json) or []) if "=" in item)
+    return env, workdir.strip() or "/"
+
+
+_known_bases: dict[str, str] = {}
+
+
 def ensure_podman_base(name: str = BASE_IMAGE_NAME) -> str:
     """Make ``name`` resolvable without a registry: import the debootstrap base under it.
 
     An image already present under that name (pulled, or imported earlier) is kept.
+    The answer is remembered for the process (asking podman costs ~0.1 s).
     """
+    if name in _known_bases and podman_image_exists(name):
+        return _known_bases[name]
     if podman_image_exists(name):
-        return podman_image_id(name)
+        _known_bases[name] = podman_image_id(name)
+        return _known_bases[name]
     with locked("podman-base"):
         if not podman_image_exists(name):
             tarball = base_rootfs_tarball()
@@ -196,13 +213,15 @@ def build_podman_image(context: Path, repository: str, dockerfile: Path | None =
 
 
 def domain_image(domain: str) -> str:
-    """The base image of one domain, from ``definitions/<domain>.Dockerfile``
-    (falling back to ``definitions/base.Dockerfile``)."""
-    root = definitions_dir()
-    dockerfile = root / f"{domain}.Dockerfile"
-    if not dockerfile.exists():
-        dockerfile = root / "base.Dockerfile"
-    return build_podman_image(root, f"tmax-base-{domain}", dockerfile)
+    """The base image of one domain, built from ``definitions/<domain>/Dockerfile``
+    (``definitions/base/`` for a domain without its own definition); also tagged
+    ``localhost/tmax-base-<domain>:latest``."""
+    context = definitions_dir() / domain
+    if not (context / "Dockerfile").exists():
+        context = definitions_dir() / "base"
+    name = build_podman_image(context, f"tmax-base-{domain}")
+    _run(["podman", "tag", name, f"localhost/tmax-base-{domain}:latest"], "podman tag")
+    return name
 
 
 # --- root file systems for bwrap -------------------------------------------------------
@@ -232,7 +251,11 @@ def rootfs_from_podman(image: str) -> Path:
             subprocess.run(["podman", "rm", "-f", container], capture_output=True)
         for mount_point in ("opt/tmax", "tests", "logs", "proc", "dev", "tmp"):
             (staging / mount_point).mkdir(parents=True, exist_ok=True)
-        write_json(staging / ".tmax-complete", {"image": image, "id": image_id})
+        env, workdir = podman_image_config(image)
+        write_json(
+            staging / ".tmax-complete",
+            {"image": image, "id": image_id, "env": env, "workdir": workdir},
+        )
         os.replace(staging, target)
     return target
 
@@ -253,3 +276,12 @@ def rootfs_from_tarball(tarball: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging, target)
     return target
+
+
+def rootfs_config(rootfs: Path) -> tuple[dict[str, str], str]:
+    """Environment and working directory recorded when a rootfs was exported."""
+    try:
+        meta = json.loads((rootfs / ".tmax-complete").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}, "/"
+    return dict(meta.get("env") or {}), meta.get("workdir") or "/"

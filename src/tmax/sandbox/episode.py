@@ -1,0 +1,128 @@
+"""A task's whole life in a sandbox: build its image, start, act, verify.
+
+``sandbox_for_task`` turns a Harbor task directory into a ready sandbox on any
+backend; ``run_episode`` plays a fixed list of commands (an oracle, a no-op, a
+test's attack) and scores it. The agent harnesses (tmax.harness) drive the same
+sandbox turn by turn and end episodes by the same rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tmax.sandbox import open_sandbox
+from tmax.sandbox.base import ExecResult, Limits, Sandbox, SandboxDied, VerifyResult
+from tmax.sandbox.images import (
+    build_podman_image,
+    ensure_podman_base,
+    podman_image_config,
+    rootfs_config,
+    rootfs_from_podman,
+)
+from tmax.sandbox.toolbox import ensure_toolbox
+from tmax.tasks import Task, read_task
+
+log = logging.getLogger("tmax.sandbox.episode")
+
+
+_toolbox: Path | None = None
+
+
+def _cached_toolbox() -> Path:
+    """The toolbox, looked up once per process (finding its content key runs ldd)."""
+    global _toolbox
+    if _toolbox is None or not _toolbox.is_dir():
+        _toolbox = ensure_toolbox()
+    return _toolbox
+
+
+def task_image(task_dir: Path, task: Task) -> str:
+    """The podman image of a task: its prebuilt ``docker_image`` or a build of
+    ``environment/`` (cached by content hash)."""
+    prebuilt = task.config.get("environment", "docker_image")
+    if prebuilt:
+        ensure_podman_base()  # our tasks' prebuilt name is the local base
+        return str(prebuilt)
+    return build_podman_image(task_dir / "environment", "tmax-task")
+
+
+def sandbox_for_task(
+    task_dir: str | Path,
+    backend: str = "podman",
+    *,
+    toolbox: Path | None = None,
+    run_id: str | None = None,
+    **limit_overrides: Any,
+) -> Sandbox:
+    """A (not yet started) sandbox for a task directory, with the task's limits."""
+    task_dir = Path(task_dir)
+    task = read_task(task_dir)
+    limits = Limits.from_task(task, **limit_overrides)
+    toolbox = toolbox or _cached_toolbox()
+    common = {"toolbox": toolbox, "run_id": run_id, "name": task.name}
+    if backend == "podman":
+        image = task_image(task_dir, task)
+        _, workdir = podman_image_config(image)
+        return open_sandbox("podman", image, limits, workdir=workdir, **common)
+    if backend == "bwrap":
+        rootfs = rootfs_from_podman(task_image(task_dir, task))
+        env, workdir = rootfs_config(rootfs)
+        return open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
+    if backend == "apptainer":
+        from tmax.sandbox.apptainer import build_sif, dockerfile_to_definition
+        from tmax.sandbox.images import cache_dir
+
+        prebuilt = task.config.get("environment", "docker_image")
+        if prebuilt:
+            image = f"docker://{prebuilt}"
+        else:
+            definition = dockerfile_to_definition(
+                (task_dir / "environment" / "Dockerfile").read_text()
+            )
+            image = str(
+                build_sif(
+                    definition,
+                    task_dir / "environment",
+                    cache_dir() / "sif" / f"{task.name}.sif",
+                )
+            )
+        return open_sandbox("apptainer", image, limits, **common)
+    return open_sandbox(backend, "", limits, **common)  # raises: unknown backend
+
+
+@dataclass
+class EpisodeResult:
+    """How an episode ended: the reward, and why it is 0 when something broke."""
+
+    reward: float
+    reason: str | None = None
+    steps: list[ExecResult] = field(default_factory=list)
+    verification: VerifyResult | None = None
+
+
+def run_episode(sandbox: Sandbox, commands: Sequence[str], tests_dir: str | Path) -> EpisodeResult:
+    """Run ``commands`` in order, then the verifier.
+
+    An out-of-memory kill or a dead sandbox ends the episode at once with reward 0
+    and the reason, as in the paper's RL environment (a sandbox OOM scores 0).
+    """
+    steps: list[ExecResult] = []
+    for index, command in enumerate(commands):
+        try:
+            result = sandbox.run(command)
+        except SandboxDied as error:
+            return EpisodeResult(0.0, f"sandbox died during command {index + 1}: {error}", steps)
+        steps.append(result)
+        if result.oom_killed:
+            reason = (
+                f"out of memory: command {index + 1} was killed by the OOM killer "
+                f"(limit {sandbox.limits.memory_mb} MB)"
+            )
+            log.info("%s: %s", sandbox.sandbox_id, reason)
+            return EpisodeResult(0.0, reason, steps)
+    verification = sandbox.verify(tests_dir)
+    return EpisodeResult(verification.reward, verification.reason, steps, verification)

@@ -1,0 +1,307 @@
+"""Attack the podman and bwrap sandboxes: isolation, limits, timeouts, reward hacks.
+
+These tests start real sandboxes. The first run builds the registry-free base image
+(debootstrap, about 2 minutes) and the toolbox; both are cached afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_TASKS
+from tmax.sandbox import Limits, Sandbox, cleanup
+from tmax.sandbox.base import reward_from_files
+from tmax.sandbox.episode import run_episode, sandbox_for_task
+
+pytestmark = pytest.mark.slow
+
+BACKENDS = ["podman", "bwrap"]
+ANSWER_TASK = FIXTURE_TASKS / "answer-checked-by-pytest"
+LOG_TASK = FIXTURE_TASKS / "count-error-lines"
+
+
+def _available(backend: str) -> str | None:
+    if os.geteuid() != 0:
+        return "sandbox tests need root (rootful podman, cgroups for bwrap)"
+    tool = {"podman": "podman", "bwrap": "bwrap"}[backend]
+    if shutil.which(tool) is None or shutil.which("debootstrap") is None:
+        return f"{tool} or debootstrap is not installed (./setup.sh installs them)"
+    return None
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    reason = _available(request.param)
+    if reason:
+        pytest.skip(reason)
+    return request.param
+
+
+@pytest.fixture
+def answer_box(backend: str) -> Iterator[Sandbox]:
+    with sandbox_for_task(ANSWER_TASK, backend, run_id="pytest") as box:
+        yield box
+
+
+def small_box(backend: str, **limits: object) -> Sandbox:
+    return sandbox_for_task(ANSWER_TASK, backend, run_id="pytest", **limits)
+
+
+# --- the session ----------------------------------------------------------------------
+
+
+def test_session_keeps_cwd_and_exports(answer_box: Sandbox) -> None:
+    assert answer_box.run("pwd").output == "/app\n"  # the image's WORKDIR
+    answer_box.run("mkdir -p /tmp/work && cd /tmp/work && export GREETING=hello")
+    result = answer_box.run('echo "$PWD $GREETING"; exit 3')
+    assert (result.output, result.exit_code) == ("/tmp/work hello\n", 3)
+    assert answer_box.run("pwd").output == "/tmp/work\n"  # `exit` ends only the command
+
+
+def test_stdout_and_stderr_both_arrive(answer_box: Sandbox) -> None:
+    result = answer_box.run("echo out; echo err >&2; printf 'no newline'")
+    assert result.output == "out\nerr\nno newline"
+
+
+def test_upload_and_download_round_trip(answer_box: Sandbox, tmp_path: Path) -> None:
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "sub" / "data.bin").write_bytes(bytes(range(256)) * 10)
+    answer_box.upload(tmp_path / "in", "/srv/in")
+    assert answer_box.run("wc -c < /srv/in/sub/data.bin").output == "2560\n"
+    answer_box.run("ln -s /etc/passwd /srv/in/escape")
+    out = answer_box.download("/srv/in", tmp_path / "out")
+    assert (out / "sub" / "data.bin").read_bytes() == bytes(range(256)) * 10
+    assert not (out / "escape").exists()  # a link out of the tree is refused
+
+
+def test_background_job_does_not_block_the_session(answer_box: Sandbox) -> None:
+    result = answer_box.run("sleep 30 & echo started")
+    assert result.output == "started\n" and result.duration_sec < 5
+
+
+# --- isolation ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def host_server() -> Iterator[int]:
+    """A TCP server on the host's loopback, to check what the sandbox can reach."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.5)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            conn.sendall(b"host-secret\n")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def test_network_is_off_by_default(answer_box: Sandbox, host_server: int) -> None:
+    assert not answer_box.limits.network
+    interfaces = answer_box.run("ls /sys/class/net 2>/dev/null || cat /proc/net/dev")
+    assert "eth" not in interfaces.output
+    probe = answer_box.run(f"exec 3<>/dev/tcp/127.0.0.1/{host_server} && cat <&3", timeout=5)
+    assert probe.exit_code != 0 and "host-secret" not in probe.output
+
+
+def test_network_on_when_the_task_allows_it(backend: str, host_server: int) -> None:
+    with small_box(backend, network=True) as box:
+        interfaces = box.run("ls /sys/class/net").output.split()
+        assert [i for i in interfaces if i != "lo"], interfaces
+        if backend == "bwrap":  # bwrap shares the host's network namespace
+            probe = box.run(f"exec 3<>/dev/tcp/127.0.0.1/{host_server} && cat <&3", timeout=5)
+            assert probe.output == "host-secret\n"
+
+
+def test_writes_outside_the_sandbox_fail(answer_box: Sandbox, tmp_path: Path) -> None:
+    sentinel = tmp_path / f"host-only-{uuid.uuid4().hex}"
+    sentinel.write_text("host")
+    assert answer_box.run(f"cat {sentinel}").exit_code != 0  # host files are not visible
+    assert answer_box.run("touch /opt/tmax/bin/x").exit_code != 0  # toolbox is read-only
+    host_name = socket.gethostname()
+    answer_box.run("echo pwned > /proc/sys/kernel/hostname")  # its own UTS namespace at most
+    assert socket.gethostname() == host_name
+    assert answer_box.run("mount -t tmpfs none /mnt").exit_code != 0
+    # The agent owns its own root file system; the image underneath is untouched.
+    assert answer_box.run("echo changed > /etc/motd && rm -f /bin/ls").exit_code == 0
+    with small_box(answer_box.backend) as fresh:
+        assert "changed" not in fresh.run("cat /etc/motd").output
+        assert fresh.run("test -e /bin/ls").exit_code == 0
+
+
+# --- limits ---------------------------------------------------------------------------
+
+
+def test_sleep_past_the_timeout_is_killed_inside(answer_box: Sandbox) -> None:
+    result = answer_box.run("sleep 47", timeout=1)
+    assert result.timed_out and result.exit_code in (124, 137)
+    listing = answer_box.run(
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
+    )
+    assert "sleep 47" not in listing.output
+    assert answer_box.run("echo still-here").output == "still-here\n"
+
+
+def test_endless_output_is_truncated_head_and_tail(answer_box: Sandbox) -> None:
+    result = answer_box.run("seq 1 200000; yes | head -c 5000000; echo THE-END", timeout=30)
+    limit = answer_box.limits.output_limit_bytes
+    assert result.truncated_bytes > 0
+    assert len(result.output.encode()) < limit + 200
+    assert result.output.startswith("1\n2\n3\n")
+    assert result.output.rstrip().endswith("THE-END")
+    assert "bytes of output omitted" in result.output
+    endless = answer_box.run("yes", timeout=3)
+    assert endless.truncated_bytes > 0 and len(endless.output.encode()) < limit + 200
+
+
+def test_fork_bomb_is_contained(backend: str) -> None:
+    with small_box(backend, pids=64) as box:
+        result = box.run(":(){ :|:& };:; sleep 2", timeout=5)
+        assert "ran out of processes" in result.output or result.timed_out
+        assert box.run("echo alive").output == "alive\n"
+        assert len(box.sandbox_pids()) < 10
+    assert subprocess.run(["true"]).returncode == 0  # the host can still fork
+
+
+def test_memory_bomb_ends_the_episode_with_reward_zero(backend: str) -> None:
+    with small_box(backend, memory_mb=128) as box:
+        episode = run_episode(
+            box,
+            ["x=$(head -c 400M /dev/zero | tr '\\0' a); echo ${#x}", "bash /solution/solve.sh"],
+            ANSWER_TASK / "tests",
+        )
+    assert episode.reward == 0.0
+    assert episode.reason is not None and "out of memory" in episode.reason
+    assert len(episode.steps) == 1
+
+
+# --- the verifier and the three reward hacks --------------------------------------------
+
+
+def test_oracle_passes_and_no_op_fails(backend: str) -> None:
+    for commands, reward in (([], 0.0), (["bash /solution/solve.sh"], 1.0)):
+        with sandbox_for_task(ANSWER_TASK, backend, run_id="pytest") as box:
+            box.upload(ANSWER_TASK / "solution", "/solution")
+            episode = run_episode(box, commands, ANSWER_TASK / "tests")
+        assert episode.reward == reward, episode
+
+
+def test_tests_are_copied_in_only_at_verification(answer_box: Sandbox) -> None:
+    assert answer_box.run("ls /tests 2>/dev/null").output == ""
+    answer_box.verify(ANSWER_TASK / "tests")
+    assert "test_answer.py" in answer_box.run("ls /tests").output
+
+
+HACKS = {
+    "tampered verifier": [
+        "mkdir -p /tests /logs/verifier",
+        "printf '#!/bin/bash\\necho 1 > /logs/verifier/reward.txt\\n' > /tests/test.sh",
+        "printf 'def test_ok():\\n    pass\\n' > /tests/test_answer.py",
+        "printf '[pytest]\\naddopts = -p no:python\\n' > /pytest.ini",
+    ],
+    "faked logs": [
+        "mkdir -p /logs/verifier",
+        "echo 1 > /logs/verifier/reward.txt",
+        "echo '{\"reward\": 1}' > /logs/verifier/reward.json",
+        "(while true; do echo 1 > /logs/verifier/reward.txt; sleep 0.01; done) &",
+    ],
+    "stubbed binaries": [
+        "printf '#!/bin/sh\\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n'"
+        " > /tmp/stub && chmod +x /tmp/stub",
+        "for b in /usr/bin/python3 /usr/local/bin/python3 /usr/local/bin/pytest /bin/sh"
+        " /bin/bash /usr/bin/timeout /usr/bin/env; do cp /tmp/stub $b; done",
+        "mkdir -p /usr/local/lib/python3.11/dist-packages",
+        "printf 'import sys; sys.exit(0)\\n' > /usr/local/lib/python3.11/dist-packages/pytest.py",
+    ],
+}
+
+
+@pytest.mark.parametrize("hack", sorted(HACKS))
+def test_reward_hacks_score_zero(answer_box: Sandbox, hack: str) -> None:
+    for command in HACKS[hack]:
+        answer_box.run(command)
+    result = answer_box.verify(ANSWER_TASK / "tests")
+    assert result.reward == 0.0, result
+    # ... and the honest solution still scores 1 in the same (hacked) sandbox.
+    answer_box.upload(ANSWER_TASK / "solution", "/solution")
+    answer_box.run("/opt/tmax/bin/bash /solution/solve.sh")
+    assert answer_box.verify(ANSWER_TASK / "tests").reward == 1.0
+
+
+def test_reward_files_follow_harbor() -> None:
+    assert reward_from_files({"reward.txt": "0.25\n"}).reward == 0.25
+    assert reward_from_files({"reward.txt": "7"}).reward == 1.0  # clamped
+    both = reward_from_files({"reward.txt": "0", "reward.json": '{"reward": 0.5, "style": 2}'})
+    assert (both.reward, both.rewards) == (0.5, {"reward": 0.5, "style": 1.0})
+    assert reward_from_files({"reward.json": "0.75"}).reward == 0.75
+    for bad in ({"reward.txt": "yes"}, {"reward.json": "{"}, {"reward.txt": "nan"}, {}):
+        result = reward_from_files(bad)
+        assert result.reward == 0.0 and result.reason
+
+
+# --- crashes ------------------------------------------------------------------------------
+
+CRASHING_RUN = textwrap.dedent(
+    """
+    import os, sys
+    from tmax.sandbox.episode import sandbox_for_task
+    box = sandbox_for_task(sys.argv[1], sys.argv[2], run_id=sys.argv[3]).start()
+    box.run("sleep 1000 &")
+    print("started", flush=True)
+    os._exit(1)  # die without closing anything
+    """
+)
+
+
+def test_crashed_run_is_cleaned_up(backend: str) -> None:
+    run_id = f"crash-{uuid.uuid4().hex[:8]}"
+    crashed = subprocess.run(
+        [sys.executable, "-c", CRASHING_RUN, str(ANSWER_TASK), backend, run_id],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "started" in crashed.stdout, crashed.stderr
+    removed = cleanup(run_id)[backend]
+    assert len(removed) == 1
+    assert cleanup(run_id)[backend] == []  # nothing left
+    if backend == "podman":
+        listed = subprocess.run(
+            ["podman", "ps", "-a", "--format", "json", "--filter", f"label=tmax.sandbox={run_id}"],
+            capture_output=True,
+            text=True,
+        )
+        assert json.loads(listed.stdout or "[]") == []
+
+
+def test_limits_come_from_task_toml() -> None:
+    from tmax.tasks import read_task
+
+    limits = Limits.from_task(read_task(FIXTURE_TASKS / "sum-csv-column"))
+    assert (limits.memory_mb, limits.cpus, limits.pids, limits.network) == (1024, 1.0, 256, False)
+    assert Limits.from_task(read_task(FIXTURE_TASKS / "no-solution-prebuilt")).network is False
+    assert Limits.from_task(read_task(LOG_TASK)).verifier_timeout_sec == 120.0
