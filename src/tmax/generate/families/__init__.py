@@ -1,0 +1,13 @@
+"""Procedural task families, one module per domain; importing registers them all."""
+
+from tmax.generate.families import (  # noqa: F401
+    data_processing,
+    data_querying,
+    data_science,
+    debugging,
+    file_operations,
+    scientific_computing,
+    security,
+    software_engineering,
+    system_administration,
+)

@@ -1,0 +1,1 @@
+"""Task families of the data_processing domain."""

@@ -1,0 +1,1 @@
+"""Task families of the data_querying domain."""

@@ -1,0 +1,1 @@
+"""Task families of the file_operations domain."""

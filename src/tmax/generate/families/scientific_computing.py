@@ -1,0 +1,1 @@
+"""Task families of the scientific_computing domain."""

@@ -1,0 +1,1 @@
+"""Task families of the software_engineering domain."""

@@ -1,0 +1,1 @@
+"""Task families of the system_administration domain."""

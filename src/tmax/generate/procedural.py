@@ -1,0 +1,213 @@
+"""The offline procedural generator: spec → family → Harbor task directory.
+
+No model and no network: the embedded default and CI generate with this, and every
+task it makes carries a reference solution. Same spec and seed → byte-identical
+task directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tmax.generate import families as _families  # noqa: F401  (registers the families)
+from tmax.generate.family import CODE_LANGUAGES, FAMILIES, Draft, Family, RenderContext
+from tmax.sandbox.images import definitions_dir
+from tmax.tasks import Task, TaskConfig, TaskFile, TaskMeta
+from tmax.taxonomy import TaskSpec
+
+log = logging.getLogger("tmax.generate")
+
+GENERATOR_VERSION = "procedural/1"
+LANGUAGE_FALLBACK = {
+    "cpp": "c",
+    "rust": "c",
+    "go": "c",
+    "multi_language": "python",
+    "any": "python",
+}
+"""Axis languages without reference programs, mapped to the nearest one we write."""
+
+TEST_SH = """#!/bin/bash
+# Verifier: reward 1 exactly when every check in test_task.py passes.
+mkdir -p /logs/verifier
+if python3 -m pytest -q -p no:cacheprovider /tests/test_task.py; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+class GenerationError(RuntimeError):
+    """A spec no family can render, or a family that broke its contract."""
+
+
+def _rng(spec: TaskSpec, seed: int, salt: str) -> random.Random:
+    return random.Random(f"tmax-task/{seed}/{spec.spec_id}/{salt}")
+
+
+def family_by_name(name: str) -> Family:
+    for families in FAMILIES.values():
+        for family in families:
+            if family.name == name:
+                return family
+    raise GenerationError(f"no task family named {name!r}")
+
+
+def choose_family(
+    spec: TaskSpec, seed: int, family_name: str | None = None
+) -> tuple[Family, dict[str, str]]:
+    """The family for a spec, preferring one that realises every axis as asked.
+
+    Returns the family and the axes it realises differently from the spec (empty
+    when it matches); those are recorded in ``tmax.json`` and the report.
+    """
+    families = FAMILIES.get(spec.domain)
+    if not families:
+        raise GenerationError(f"no procedural task family for domain {spec.domain!r}")
+    needs_service = spec.command_complexity == "bash_code_services"
+
+    def score(family: Family) -> int:
+        return (
+            4 * (spec.verifier_kind in family.verifier_kinds)
+            + 2 * (spec.fixture_kind in family.fixture_kinds)
+            + (not needs_service or family.services)
+        )
+
+    if family_name is not None:
+        family = family_by_name(family_name)
+    else:
+        best = max(score(f) for f in families)
+        candidates = [f for f in families if score(f) == best]
+        family = _rng(spec, seed, "family").choice(candidates)
+    realised: dict[str, str] = {}
+    if spec.verifier_kind not in family.verifier_kinds:
+        realised["verifier_kind"] = sorted(family.verifier_kinds)[0]
+    if spec.fixture_kind not in family.fixture_kinds:
+        realised["fixture_kind"] = sorted(family.fixture_kinds)[0]
+    if needs_service and not family.services:
+        realised["command_complexity"] = "bash_code"
+    language = LANGUAGE_FALLBACK.get(spec.language, spec.language)
+    if language not in family.languages:
+        language = next(lang for lang in CODE_LANGUAGES if lang in family.languages)
+    if language != spec.language:
+        realised["language"] = language
+    return family, realised
+
+
+def _instruction(spec: TaskSpec, body: str) -> str:
+    persona = spec.persona.rstrip(".")
+    persona = persona[0].lower() + persona[1:] if persona else persona
+    return f"I'm {persona}.\n\n{body.strip()}\n"
+
+
+def _dockerfile(domain: str, draft: Draft) -> str:
+    definition = definitions_dir() / domain / "Dockerfile"
+    if not definition.exists():
+        definition = definitions_dir() / "base" / "Dockerfile"
+    lines = [line for line in definition.read_text().splitlines() if not line.startswith("#")]
+    text = "\n".join(lines).strip() + "\n"
+    if draft.files:
+        text += "COPY app/ /app/\n"
+    for step in draft.dockerfile_steps:
+        text += step.rstrip() + "\n"
+    return text
+
+
+def _as_file(content: str | bytes, executable: bool = False) -> TaskFile:
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return TaskFile(data, executable)
+
+
+def render_task(spec: TaskSpec, seed: int, family_name: str | None = None) -> Task:
+    """Render one spec into an in-memory :class:`Task` (deterministic); ``family_name``
+    forces a family (tests), otherwise the best fit for the spec is chosen."""
+    family, realised = choose_family(spec, seed, family_name)
+    ctx = RenderContext(
+        spec=spec,
+        rng=_rng(spec, seed, family.name),
+        verifier_kind=realised.get("verifier_kind", spec.verifier_kind),
+        fixture_kind=realised.get("fixture_kind", spec.fixture_kind),
+        language=realised.get("language", spec.language),
+    )
+    try:
+        draft = family.render(ctx)
+    except Exception as error:  # a family bug must name the family and the spec
+        raise GenerationError(
+            f"family {family.name} failed on {spec.spec_id}: {error!r}"
+        ) from error
+    if "test_task.py" not in draft.tests:
+        raise GenerationError(f"family {family.name} wrote no tests/test_task.py")
+    environment = {"Dockerfile": _as_file(_dockerfile(spec.domain, draft))}
+    for rel, content in sorted(draft.files.items()):
+        environment[f"app/{rel}"] = _as_file(content, rel in draft.executable)
+    tests = {"test.sh": _as_file(TEST_SH, True)}
+    tests.update({rel: _as_file(content) for rel, content in sorted(draft.tests.items())})
+    solution = "#!/bin/bash\nset -euo pipefail\n" + draft.solution.strip() + "\n"
+    metadata: dict[str, Any] = {"generator": GENERATOR_VERSION, "family": family.name}
+    if draft.keep_agent_processes:
+        metadata["keep_agent_processes"] = True
+    config = TaskConfig(
+        task={"name": f"tmax/{spec.spec_id}", "keywords": [spec.domain, spec.skill_type]},
+        metadata=metadata,
+        verifier={"timeout_sec": draft.verifier_timeout_sec},
+        agent={"timeout_sec": draft.agent_timeout_sec},
+        environment={
+            "cpus": 1,
+            "memory_mb": draft.memory_mb,
+            "network_mode": "public" if draft.network else "no-network",
+        },
+    )
+    return Task(
+        name=spec.spec_id,
+        instruction=_instruction(spec, draft.instruction),
+        config=config,
+        environment=environment,
+        tests=tests,
+        solution={"solve.sh": _as_file(solution, True)},
+        meta=TaskMeta.from_spec(
+            spec,
+            backend="procedural",
+            version=GENERATOR_VERSION,
+            family=family.name,
+            seed=seed,
+            realised=realised,
+            solution_commands=count_commands(draft.solution),
+        ),
+    )
+
+
+def count_commands(script: str) -> int:
+    """Commands in a shell script: non-empty, non-comment lines outside heredocs."""
+    count, heredoc = 0, None
+    for raw in script.splitlines():
+        line = raw.strip()
+        if heredoc is not None:
+            if line == heredoc:
+                heredoc = None
+            continue
+        if not line or line.startswith("#"):
+            continue
+        count += 1
+        if "<<" in line:
+            marker = line.split("<<", 1)[1].strip().lstrip("-").strip("'\"")
+            heredoc = marker.split()[0].strip("'\"") if marker else None
+    return count
+
+
+def task_digest(task_dir: Path) -> str:
+    """sha256 over a task directory's files (for determinism checks and caching)."""
+    hasher = hashlib.sha256()
+    for path in sorted(p for p in task_dir.rglob("*") if p.is_file()):
+        hasher.update(path.relative_to(task_dir).as_posix().encode() + b"\0")
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()
+
+
+def render_all(specs: Sequence[TaskSpec], seed: int) -> list[Task]:
+    return [render_task(spec, seed) for spec in specs]
