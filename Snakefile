@@ -11,6 +11,8 @@ configfile: "config.yaml"
 include: "rules/common.smk"
 include: "rules/sample.smk"
 include: "rules/images.smk"
+include: "rules/generate.smk"
+include: "rules/validate.smk"
 
 
 rule all:

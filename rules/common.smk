@@ -65,9 +65,36 @@ def sampler_params():
     return {"seed": config["seed"], **sampler}
 
 
+def task_shard_dirs():
+    return [f"results/tasks/shards/{i:05d}" for i in range(len(SPEC_SHARDS))]
+
+
+def validation_files():
+    return [f"results/tasks/validation/{i:05d}.json" for i in range(len(SPEC_SHARDS))]
+
+
+def generator_fingerprint():
+    """Hash of the generator's code and image definitions: a param, so editing a task
+    family regenerates (and revalidates) the tasks, and nothing else does."""
+    import hashlib
+
+    root = Path(workflow.basedir) / "src/tmax"
+    hasher = hashlib.sha256()
+    sources = sorted((root / "generate").rglob("*.py")) + sorted(
+        (root / "sandbox/definitions").rglob("Dockerfile")
+    )
+    for path in sources:
+        hasher.update(path.relative_to(root).as_posix().encode())
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()[:16]
+
+
 def final_outputs():
     return [
         "results/specs/specs.parquet",
         "results/specs/balance.json",
         "results/specs/balance.md",
+        "results/tasks/tasks.parquet",
+        "results/tasks/report.json",
+        "results/tasks/report.md",
     ]

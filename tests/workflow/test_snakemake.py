@@ -3,6 +3,8 @@ reruns that touch exactly the jobs whose inputs or parameters changed."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -69,33 +71,50 @@ def edit_config(workdir: Path, edit) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def copy_workflow(workdir: Path) -> Path:
+SMALL = {"n_specs": 30, "shard_size": 10}
+"""The embedded default, shrunk so the whole DAG (validation included) runs in a minute."""
+
+
+def copy_workflow(workdir: Path, small: bool = True) -> Path:
     for name in WORKFLOW_PATHS:
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, workdir / name)
+    if small:
+        edit_config(workdir, lambda c: c["sampler"].update(SMALL))
     return workdir
+
+
+FIRST_RUN = {
+    "sample_specs": 3,
+    "merge_specs": 1,
+    "balance_report": 1,
+    "toolbox": 1,
+    "base_image": 1,
+    "domain_image": 9,
+    "generate_tasks": 3,
+    "validate_tasks": 3,
+    "collect_tasks": 1,
+    "all": 1,
+}
 
 
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the workflow that has been run once."""
+    if os.geteuid() != 0 or not (shutil.which("bwrap") and shutil.which("podman")):
+        pytest.skip("the whole DAG validates tasks in sandboxes: needs root, bwrap, podman")
     workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
-    assert planned_jobs(workdir) == {
-        "sample_specs": 3,
-        "merge_specs": 1,
-        "balance_report": 1,
-        "all": 1,
-    }
+    assert planned_jobs(workdir) == FIRST_RUN
     snakemake(workdir)
     return workdir
 
 
 def test_run_produces_specs_and_balance(workflow: Path) -> None:
     specs = read_specs(workflow / "results/specs/specs.parquet")
-    assert len(specs) == 300
+    assert len(specs) == 30
     assert (workflow / "results/specs/balance.md").read_text().startswith("# Spec balance")
     for rule in ("merge_specs", "balance_report"):
         assert (workflow / f"results/logs/{rule}.log").stat().st_size > 0
@@ -118,17 +137,31 @@ def test_unrelated_edit_reruns_nothing(workflow: Path) -> None:
     assert planned_jobs(workflow) == {}
 
 
+def test_run_produces_validated_tasks(workflow: Path) -> None:
+    import pyarrow.parquet as pq
+
+    report = json.loads((workflow / "results/tasks/report.json").read_text())
+    assert report["tasks_checked"] == 30
+    assert report["tasks_validated"] + report["quarantined"] == 30
+    table = pq.read_table(workflow / "results/tasks/tasks.parquet")
+    assert table.num_rows == report["tasks_validated"] > 0
+    assert len(list((workflow / "results/tasks/shards/00000").glob("spec-*"))) == 10
+
+
 def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
     before = (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns
-    edit_config(workflow, lambda c: c["sampler"].update(n_specs=350))
+    edit_config(workflow, lambda c: c["sampler"].update(n_specs=35))
     assert planned_jobs(workflow) == {
         "sample_specs": 1,
         "merge_specs": 1,
         "balance_report": 1,
+        "generate_tasks": 1,
+        "validate_tasks": 1,
+        "collect_tasks": 1,
         "all": 1,
     }
     snakemake(workflow)
-    assert len(read_specs(workflow / "results/specs/specs.parquet")) == 350
+    assert len(read_specs(workflow / "results/specs/specs.parquet")) == 35
     assert (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns == before
     assert planned_jobs(workflow) == {}
 
@@ -139,6 +172,9 @@ def test_changed_sampler_parameter_reruns_sampler_and_dependants(workflow: Path)
         "sample_specs": 4,
         "merge_specs": 1,
         "balance_report": 1,
+        "generate_tasks": 4,
+        "validate_tasks": 4,
+        "collect_tasks": 1,
         "all": 1,
     }
     snakemake(workflow)
@@ -171,7 +207,7 @@ def test_lint_is_clean() -> None:
 def test_slurm_profile_selects_paper_scale(tmp_path: Path) -> None:
     """`snakemake --profile slurm` resolves from the workflow root and selects the
     paper config with the profile's resources (a dry run needs no Slurm)."""
-    workdir = copy_workflow(tmp_path)
+    workdir = copy_workflow(tmp_path, small=False)
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "--profile", "slurm", "-n"],
         cwd=workdir,

@@ -29,7 +29,7 @@ import tarfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -322,6 +322,8 @@ class Sandbox(ABC):
         self.sandbox_id = f"tmax-{name or 'task'}-{uuid.uuid4().hex[:10]}"
         self.sandbox_id = re.sub(r"[^A-Za-z0-9_.-]", "-", self.sandbox_id)
         self._channel: Channel | None = None
+        self.on_start: list[Callable[[Sandbox], None]] = []
+        """Run after the session is up, before anything else (e.g. image steps)."""
         self._control_pid: int | None = None
         self.reaped = 0
         self._protected: set[int] = set()
@@ -456,6 +458,12 @@ class Sandbox(ABC):
             self.close()
             raise SandboxError(f"{self.backend} sandbox did not come up: {error!r}") from None
         self._find_control()
+        try:
+            for hook in self.on_start:
+                hook(self)
+        except BaseException:
+            self.close()
+            raise
         log.debug("%s %s up in %.3fs", self.backend, self.sandbox_id, time.monotonic() - started)
         return self
 

@@ -9,15 +9,24 @@ sandbox turn by turn and end episodes by the same rules.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tmax.sandbox import open_sandbox
-from tmax.sandbox.base import ExecResult, Limits, Sandbox, SandboxDied, VerifyResult
+from tmax.sandbox.base import (
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxDied,
+    SandboxError,
+    VerifyResult,
+)
 from tmax.sandbox.images import (
     build_podman_image,
+    definitions_dir,
+    domain_image,
     ensure_podman_base,
     podman_image_config,
     rootfs_config,
@@ -40,6 +49,15 @@ def _cached_toolbox() -> Path:
     return _toolbox
 
 
+_domain_images: dict[str, str] = {}
+
+
+def _cached_domain_image(domain: str) -> str:
+    if domain not in _domain_images:
+        _domain_images[domain] = domain_image(domain)
+    return _domain_images[domain]
+
+
 def task_image(task_dir: Path, task: Task) -> str:
     """The podman image of a task: its prebuilt ``docker_image`` or a build of
     ``environment/`` (cached by content hash)."""
@@ -48,6 +66,69 @@ def task_image(task_dir: Path, task: Task) -> str:
         ensure_podman_base()  # our tasks' prebuilt name is the local base
         return str(prebuilt)
     return build_podman_image(task_dir / "environment", "tmax-task")
+
+
+def dockerfile_instructions(text: str) -> list[str]:
+    """A Dockerfile's instructions, continuation lines joined, comments dropped."""
+    instructions: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1].rstrip() + " "
+            continue
+        instructions.append(" ".join((pending + line).split()))
+        pending = ""
+    if pending:
+        instructions.append(" ".join(pending.split()))
+    return instructions
+
+
+@dataclass(frozen=True)
+class LayeredImage:
+    """A task image seen as a domain base plus simple steps (COPY, RUN, WORKDIR, ENV),
+    which bwrap can apply at start instead of building an image."""
+
+    domain: str
+    steps: tuple[str, ...]
+
+
+_SIMPLE = ("COPY ", "RUN ", "WORKDIR ", "ENV ")
+
+
+def layered_image(task_dir: Path) -> LayeredImage | None:
+    """Match a task's Dockerfile against the domain definitions (None: no match)."""
+    dockerfile = task_dir / "environment" / "Dockerfile"
+    if not dockerfile.exists():
+        return None
+    task_steps = dockerfile_instructions(dockerfile.read_text())
+    for definition in sorted(definitions_dir().glob("*/Dockerfile")):
+        base = dockerfile_instructions(definition.read_text())
+        if task_steps[: len(base)] == base:
+            rest = task_steps[len(base) :]
+            if all(step.startswith(_SIMPLE) for step in rest):
+                return LayeredImage(definition.parent.name, tuple(rest))
+    return None
+
+
+def _apply_steps(task_dir: Path, steps: Sequence[str]) -> Callable[[Sandbox], None]:
+    """An on-start hook that performs COPY/RUN steps inside a started sandbox."""
+
+    def apply(box: Sandbox) -> None:
+        for step in steps:
+            keyword, _, argument = step.partition(" ")
+            if keyword == "COPY":
+                *sources, destination = argument.split()
+                for source in sources:
+                    box.upload(task_dir / "environment" / source.rstrip("/"), destination)
+            elif keyword == "RUN":
+                result = box.run(argument, timeout=600)
+                if result.exit_code != 0:
+                    raise SandboxError(f"image step failed: {step}\n{result.output[-2000:]}")
+
+    return apply
 
 
 def sandbox_for_task(
@@ -69,9 +150,24 @@ def sandbox_for_task(
         _, workdir = podman_image_config(image)
         return open_sandbox("podman", image, limits, workdir=workdir, **common)
     if backend == "bwrap":
-        rootfs = rootfs_from_podman(task_image(task_dir, task))
+        layered = layered_image(task_dir)
+        if layered is None:  # anything else: build the image, use its file system
+            rootfs = rootfs_from_podman(task_image(task_dir, task))
+            env, workdir = rootfs_config(rootfs)
+            return open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
+        rootfs = rootfs_from_podman(_cached_domain_image(layered.domain))
         env, workdir = rootfs_config(rootfs)
-        return open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
+        for step in layered.steps:
+            keyword, _, argument = step.partition(" ")
+            if keyword == "WORKDIR":
+                workdir = argument
+            elif keyword == "ENV":
+                for pair in argument.split():
+                    key, _, value = pair.partition("=")
+                    env[key] = value
+        box = open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
+        box.on_start.append(_apply_steps(task_dir, layered.steps))
+        return box
     if backend == "apptainer":
         from tmax.sandbox.apptainer import build_sif, dockerfile_to_definition
         from tmax.sandbox.images import cache_dir

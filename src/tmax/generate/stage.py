@@ -1,0 +1,216 @@
+"""Stage entry points for generation, validation, export and the generation report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tmax.generate.procedural import GenerationError, render_task
+from tmax.generate.validate import validate_tasks
+from tmax.io import atomic_path, write_json, write_text
+from tmax.tasks import read_task, write_task
+from tmax.taxonomy import AXES, balance_score, load_taxonomy, read_specs
+
+log = logging.getLogger("tmax.generate")
+
+FAILED_FILE = "_generation_failures.json"
+"""Specs of a shard that no family could render, with the reason (kept, not dropped)."""
+
+
+def generate_shard(specs_path: str | Path, output_dir: str | Path, seed: int) -> int:
+    """Render every spec of a shard into ``output_dir/<spec_id>/``."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    failures: dict[str, str] = {}
+    written = 0
+    for spec in read_specs(specs_path):
+        try:
+            write_task(render_task(spec, seed), output_dir)
+            written += 1
+        except GenerationError as error:
+            failures[spec.spec_id] = str(error)
+            log.error("could not generate %s: %s", spec.spec_id, error)
+    write_json(output_dir / FAILED_FILE, failures)
+    log.info("generated %d task(s) in %s (%d failed)", written, output_dir, len(failures))
+    return written
+
+
+def generate_for_backend(
+    backend: str, specs_path: str | Path, output_dir: str | Path, seed: int
+) -> int:
+    """The generation stage for the configured backend."""
+    if backend == "procedural":
+        return generate_shard(specs_path, output_dir, seed)
+    raise GenerationError(
+        f"generation backend {backend!r} is not available yet; use 'procedural' "
+        "(the LLM generator is a later stage of this project)"
+    )
+
+
+def task_dirs(shard_dir: Path) -> list[Path]:
+    return sorted(p for p in shard_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def validate_shard(shard_dir: str | Path, backend: str, output: str | Path) -> dict[str, Any]:
+    shard_dir = Path(shard_dir)
+    summary = validate_tasks(
+        task_dirs(shard_dir), backend, output, run_id=f"validate-{shard_dir.name}"
+    )
+    failures = (
+        json.loads((shard_dir / FAILED_FILE).read_text())
+        if (shard_dir / FAILED_FILE).exists()
+        else {}
+    )
+    if failures:
+        for spec_id, reason in failures.items():
+            summary["checks"].append(
+                {"task": spec_id, "ok": False, "reason": f"generation failed: {reason}",
+                 "noop_reward": None, "oracle_reward": None, "seconds": 0.0}
+            )  # fmt: skip
+        summary["quarantined"] += len(failures)
+        summary["tasks"] += len(failures)
+        write_json(output, summary)
+    return summary
+
+
+FILE_TYPE = pa.struct([("path", pa.string()), ("data", pa.binary()), ("executable", pa.bool_())])
+EXPORT_SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("family", pa.string()),
+        *[
+            (axis, pa.list_(pa.string()) if axis == "primitive_skills" else pa.string())
+            for axis in AXES
+        ],
+        ("realised", pa.string()),
+        ("instruction", pa.string()),
+        ("task_toml", pa.string()),
+        ("solution_commands", pa.int32()),
+        ("files", pa.list_(FILE_TYPE)),
+    ]
+)
+
+
+def _row(task_dir: Path) -> dict[str, Any]:
+    task = read_task(task_dir)
+    assert task.meta is not None
+    files = []
+    for group, entries in (("environment", task.environment), ("tests", task.tests),
+                           ("solution", task.solution or {})):  # fmt: skip
+        for rel, entry in sorted(entries.items()):
+            files.append(
+                {"path": f"{group}/{rel}", "data": entry.data, "executable": entry.executable}
+            )
+    generator = task.meta.generator
+    return {
+        "task_id": task.name,
+        "family": generator.get("family", ""),
+        **{axis: task.meta.axes[axis] for axis in AXES},
+        "realised": json.dumps(generator.get("realised", {}), sort_keys=True),
+        "instruction": task.instruction,
+        "task_toml": task.config.dumps(),
+        "solution_commands": int(generator.get("solution_commands", 0)),
+        "files": files,
+    }
+
+
+def collect(
+    shard_dirs: Sequence[Path],
+    validations: Sequence[Path],
+    export: Path,
+    report_json: Path,
+    report_md: Path,
+    taxonomy_path: str | Path | None = None,
+) -> dict[str, Any]:
+    """Export the tasks that passed validation and write the generation report."""
+    checks = [c for path in validations for c in json.loads(Path(path).read_text())["checks"]]
+    passed = {c["task"] for c in checks if c["ok"]}
+    rows = [_row(d) for shard in shard_dirs for d in task_dirs(Path(shard)) if d.name in passed]
+    table = pa.Table.from_pylist(rows, schema=EXPORT_SCHEMA)
+    with atomic_path(export) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    report = generation_report(rows, checks, load_taxonomy(taxonomy_path))
+    write_json(report_json, report)
+    write_text(report_md, render_report(report))
+    log.info("exported %d validated task(s) to %s", len(rows), export)
+    return report
+
+
+def generation_report(
+    rows: list[dict[str, Any]], checks: list[dict[str, Any]], taxonomy: Any
+) -> dict[str, Any]:
+    axes: dict[str, dict[str, int]] = {}
+    for axis in ("domain", "skill_type", "language", "task_complexity", "command_complexity",
+                 "fixture_kind", "verifier_kind"):  # fmt: skip
+        axes[axis] = dict(sorted(Counter(r[axis] for r in rows).items()))
+    realised: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        for axis, value in json.loads(row["realised"]).items():
+            realised[axis][value] += 1
+    by_complexity: dict[str, list[int]] = defaultdict(list)
+    for row in rows:
+        by_complexity[row["task_complexity"]].append(row["solution_commands"])
+    reasons = Counter(c["reason"].split(":")[0] for c in checks if not c["ok"])
+    return {
+        "tasks_checked": len(checks),
+        "tasks_validated": len(rows),
+        "quarantined": sum(reasons.values()),
+        "quarantine_reasons": dict(reasons.most_common()),
+        "balance": {
+            "domain": balance_score(axes["domain"], len(taxonomy.domains)) if rows else 0.0,
+            "skill_type": (
+                balance_score(axes["skill_type"], len(taxonomy.skill_type_labels)) if rows else 0.0
+            ),
+        },
+        "axes": axes,
+        "realised_differently": {axis: dict(c) for axis, c in realised.items()},
+        "families": dict(sorted(Counter(r["family"] for r in rows).items())),
+        "solution_commands": {
+            level: {"mean": round(statistics.mean(v), 2), "min": min(v), "max": max(v)}
+            for level in ("short", "moderate", "complex", "intricate")
+            if (v := by_complexity.get(level))
+        },
+    }
+
+
+def render_report(report: dict[str, Any]) -> str:
+    lines = [
+        "# Generated tasks",
+        "",
+        f"{report['tasks_validated']} of {report['tasks_checked']} tasks passed validation "
+        "(reference solution scores 1, a no-op scores 0); "
+        f"{report['quarantined']} quarantined.",
+        "",
+        f"Balance exp(H)/N: domain {report['balance']['domain']:.4f}, "
+        f"skill type {report['balance']['skill_type']:.4f}.",
+        "",
+        "## Solution length (commands) by task complexity",
+        "",
+        "| task complexity | mean | min | max |",
+        "|---|---:|---:|---:|",
+    ]
+    for level, stats in report["solution_commands"].items():
+        lines.append(f"| {level} | {stats['mean']} | {stats['min']} | {stats['max']} |")
+    lines += ["", "## Quarantine reasons", "", "| reason | tasks |", "|---|---:|"]
+    lines += [f"| {r} | {n} |" for r, n in report["quarantine_reasons"].items()] or [
+        "| (none) | 0 |"
+    ]
+    for axis, counts in report["axes"].items():
+        lines += ["", f"## {axis}", "", "| value | tasks |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in counts.items()]
+    if report["realised_differently"]:
+        lines += ["", "## Axes realised differently from the spec", ""]
+        lines += ["| axis | realised as | tasks |", "|---|---|---:|"]
+        for axis, counts in report["realised_differently"].items():
+            lines += [f"| {axis} | {k} | {v} |" for k, v in sorted(counts.items())]
+    lines += ["", "## Families", "", "| family | tasks |", "|---|---:|"]
+    lines += [f"| {k} | {v} |" for k, v in report["families"].items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,97 @@
+"""Validation in a sandbox: the reference solution scores 1, doing nothing scores 0.
+
+A task that fails either check is quarantined with the reason, never dropped
+silently: the shard's JSON lists every task with its verdict, the report counts
+quarantines by reason, and the export keeps only tasks that passed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.progress import track
+
+from tmax.io import write_json
+from tmax.sandbox.base import SandboxError
+from tmax.sandbox.episode import run_episode, sandbox_for_task
+from tmax.tasks import TaskFormatError, read_task
+
+log = logging.getLogger("tmax.generate.validate")
+
+
+@dataclass(frozen=True)
+class TaskCheck:
+    """The verdict on one task."""
+
+    task: str
+    ok: bool
+    reason: str | None
+    noop_reward: float | None
+    oracle_reward: float | None
+    seconds: float
+
+
+def _reward(task_dir: Path, backend: str, commands: list[str], run_id: str) -> tuple[float, str]:
+    with sandbox_for_task(task_dir, backend, run_id=run_id) as box:
+        if commands:
+            box.upload(task_dir / "solution", "/solution")
+        episode = run_episode(box, commands, task_dir / "tests")
+    return episode.reward, episode.reason or ""
+
+
+def check_task(task_dir: str | Path, backend: str = "bwrap", run_id: str = "validate") -> TaskCheck:
+    """Run the no-op and the oracle for one task; the reason names what failed."""
+    task_dir = Path(task_dir)
+    started = time.monotonic()
+    noop = oracle = None
+
+    def verdict(reason: str | None) -> TaskCheck:
+        elapsed = round(time.monotonic() - started, 3)
+        return TaskCheck(task_dir.name, reason is None, reason, noop, oracle, elapsed)
+
+    try:
+        task = read_task(task_dir)
+        if task.solution is None:
+            return verdict("no reference solution (solution/solve.sh)")
+        noop, _ = _reward(task_dir, backend, [], run_id)
+        if noop != 0.0:
+            return verdict(f"no-op scored {noop:g} (the tests accept an untouched sandbox)")
+        oracle, oracle_why = _reward(task_dir, backend, ["bash /solution/solve.sh"], run_id)
+        if oracle != 1.0:
+            detail = f": {oracle_why}" if oracle_why else ""
+            return verdict(f"oracle scored {oracle:g}{detail}")
+    except TaskFormatError as error:
+        return verdict(f"malformed task: {error}")
+    except SandboxError as error:
+        return verdict(f"sandbox error: {str(error).splitlines()[0][:300]}")
+    return verdict(None)
+
+
+def validate_tasks(
+    task_dirs: Sequence[Path], backend: str, output: str | Path, run_id: str = "validate"
+) -> dict[str, Any]:
+    """Check every task of a shard and write the verdicts as JSON."""
+    checks = [
+        check_task(task_dir, backend, run_id)
+        for task_dir in track(task_dirs, description="validating tasks", disable=len(task_dirs) < 5)
+    ]
+    passed = sum(c.ok for c in checks)
+    summary = {
+        "backend": backend,
+        "tasks": len(checks),
+        "passed": passed,
+        "quarantined": len(checks) - passed,
+        "checks": [asdict(c) for c in checks],
+    }
+    write_json(output, summary)
+    log.info("validated %d task(s) on %s: %d passed, %d quarantined", len(checks), backend,
+             passed, len(checks) - passed)  # fmt: skip
+    for check in checks:
+        if not check.ok:
+            log.warning("quarantined %s: %s", check.task, check.reason)
+    return summary
