@@ -319,11 +319,18 @@ def read_task(path: str | Path) -> Task:
 
 
 def _write_tree(root: Path, files: Mapping[str, TaskFile]) -> None:
+    made: set[Path] = set()
     for rel, entry in files.items():
         target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(entry.data)
-        target.chmod(0o755 if entry.executable else 0o644)
+        if target.parent not in made:  # one mkdir per directory, not per file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        mode = 0o755 if entry.executable else 0o644
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(entry.data)
+        if entry.executable:
+            os.chmod(target, mode)  # the umask may have cleared x bits
 
 
 def write_task(task: Task, parent: str | Path) -> Path:

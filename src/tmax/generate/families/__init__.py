@@ -6,6 +6,7 @@ from tmax.generate.families import (  # noqa: F401
     data_science,
     debugging,
     file_operations,
+    file_operations_more,
     scientific_computing,
     security,
     software_engineering,

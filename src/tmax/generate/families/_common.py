@@ -124,10 +124,13 @@ def program_path(language: str, stem: str = "/app/tool") -> str:
 
 
 def run_command(language: str, source: str) -> str:
-    """A shell command that builds (for C) and runs ``source``; arguments follow it."""
+    """A shell command that builds (for C) and runs ``source``; arguments follow it.
+
+    Absolute paths on purpose: the verifier puts the toolbox first on PATH, and an
+    agent's program must run under the image's interpreter (with its packages)."""
     if language == "python":
-        return f"python3 {source}"
+        return f"/usr/bin/python3 {source}"
     if language == "bash":
-        return f"bash {source}"
+        return f"/bin/bash {source}"
     binary = source.removesuffix(".c")
-    return f"gcc -O2 -std=c11 -o {binary} {source} -lm && {binary}"
+    return f"/usr/bin/gcc -O2 -std=c11 -o {binary} {source} -lm && {binary}"
