@@ -30,7 +30,7 @@ def test_config_check_reports_problems(tmp_path: Path, capsys: pytest.CaptureFix
 def test_sample_then_balance(root: Path, tmp_path: Path) -> None:
     out = tmp_path / "specs.parquet"
     assert main(["sample", "--config", str(root / "config.yaml"), "--out", str(out)]) == 0
-    assert len(read_specs(out)) == 300
+    assert len(read_specs(out)) == 200
     part = tmp_path / "part.parquet"
     config = str(root / "config.yaml")
     assert (
@@ -47,7 +47,7 @@ def test_sample_then_balance(root: Path, tmp_path: Path) -> None:
         str(tmp_path / "b.md"),
     ]
     assert main(args) == 0
-    assert (tmp_path / "b.md").read_text().startswith("# Spec balance (300 specs)")
+    assert (tmp_path / "b.md").read_text().startswith("# Spec balance (200 specs)")
 
 
 def test_task_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -58,6 +58,17 @@ def _cached_domain_image(domain: str) -> str:
     return _domain_images[domain]
 
 
+_domain_rootfs: dict[str, Path] = {}
+
+
+def _cached_domain_rootfs(domain: str) -> Path:
+    """A domain base's exported root file system, looked up once per process."""
+    rootfs = _domain_rootfs.get(domain)
+    if rootfs is None or not rootfs.is_dir():
+        rootfs = _domain_rootfs[domain] = rootfs_from_podman(_cached_domain_image(domain))
+    return rootfs
+
+
 def task_image(task_dir: Path, task: Task) -> str:
     """The podman image of a task: its prebuilt ``docker_image`` or a build of
     ``environment/`` (cached by content hash)."""
@@ -155,7 +166,7 @@ def sandbox_for_task(
             rootfs = rootfs_from_podman(task_image(task_dir, task))
             env, workdir = rootfs_config(rootfs)
             return open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
-        rootfs = rootfs_from_podman(_cached_domain_image(layered.domain))
+        rootfs = _cached_domain_rootfs(layered.domain)
         env, workdir = rootfs_config(rootfs)
         for step in layered.steps:
             keyword, _, argument = step.partition(" ")
