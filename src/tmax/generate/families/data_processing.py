@@ -1,1 +1,1431 @@
 """Task families of the data_processing domain."""
+
+from __future__ import annotations
+
+from tmax.generate.families._common import LANGUAGE_NAMES, bullets, csv_text, program_path
+from tmax.generate.families.scientific_computing import (
+    code_language,
+    heredoc,
+    manifest_line,
+    start_service,
+    test_file,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+# --- customer_totals ---------------------------------------------------------------------
+
+_TOTALS_ORACLE = r'''
+def cents(text):
+    whole, _, frac = text.partition(".")
+    return int(whole) * 100 + int((frac + "00")[:2])
+
+
+def customer_totals(texts, level):
+    """Per-customer totals in cents (and counts) over settled rows, refunds subtracted."""
+    seen, totals, counts = set(), {}, {}
+    for text in texts:
+        for line in text.splitlines()[1:]:
+            if not line.strip():
+                continue
+            txn, _day, customer, amount, status = line.split(",")
+            if level >= 2:
+                if txn in seen:
+                    continue
+                seen.add(txn)
+            if status == "settled":
+                value = cents(amount)
+            elif status == "refund" and level >= 3:
+                value = -cents(amount)
+            else:
+                continue
+            totals[customer] = totals.get(customer, 0) + value
+            counts[customer] = counts.get(customer, 0) + 1
+    return totals, counts
+
+
+def money(c):
+    sign = "-" if c < 0 else ""
+    return "%s%d.%02d" % (sign, abs(c) // 100, abs(c) % 100)
+
+
+def totals_csv(texts, level):
+    totals, counts = customer_totals(texts, level)
+    head = "customer,total,count" if level >= 4 else "customer,total"
+    rows = [head]
+    for customer in sorted(totals):
+        row = f"{customer},{money(totals[customer])}"
+        if level >= 4:
+            row += f",{counts[customer]}"
+        rows.append(row)
+    return "\n".join(rows) + "\n"
+'''
+
+_TOTALS_PY = r"""
+import sys
+
+LEVEL = @LEVEL@
+
+if __name__ == "__main__":
+    texts = []
+    for path in sys.argv[1:]:
+        with open(path) as handle:
+            texts.append(handle.read())
+    sys.stdout.write(totals_csv(texts, LEVEL))
+"""
+
+_TOTALS_BASH = r"""
+#!/bin/bash
+# Usage: totals.sh FILE... -> customer totals CSV on stdout
+set -euo pipefail
+awk -F, -v L=@LEVEL@ '
+FNR == 1 || NF < 5 { next }
+{ if (L >= 2) { if ($1 in seen) next; seen[$1] = 1 }
+  split($4, p, "."); c = p[1] * 100 + substr(p[2] "00", 1, 2)
+  if ($5 == "settled") v = c; else if ($5 == "refund" && L >= 3) v = -c; else next
+  tot[$3] += v; cnt[$3]++ }
+END { for (k in tot) {
+    t = tot[k]; s = (t < 0) ? "-" : ""; a = (t < 0) ? -t : t
+    line = sprintf("%s,%s%d.%02d", k, s, int(a / 100), a % 100)
+    if (L >= 4) line = line "," cnt[k]
+    print line } }' "$@" | LC_ALL=C sort > /tmp/totals.$$
+if [ @LEVEL@ -ge 4 ]; then echo "customer,total,count"; else echo "customer,total"; fi
+cat /tmp/totals.$$
+rm -f /tmp/totals.$$
+"""
+
+_TOTALS_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEVEL @LEVEL@
+
+static char **txns, **names;
+static long long *tot;
+static long *cnt;
+static long ntx, ncust, captx, capcust;
+
+static char *dupstr(const char *s) {
+    char *copy = malloc(strlen(s) + 1);
+    strcpy(copy, s);
+    return copy;
+}
+
+static int cmp(const void *a, const void *b) {
+    return strcmp(names[*(const long *)a], names[*(const long *)b]);
+}
+
+static long long cents(const char *s) {
+    long long whole = atoll(s);
+    const char *dot = strchr(s, '.');
+    long long frac = 0;
+    if (dot) {
+        frac = (dot[1] >= '0' && dot[1] <= '9' ? dot[1] - '0' : 0) * 10;
+        if (dot[1] && dot[2] >= '0' && dot[2] <= '9') frac += dot[2] - '0';
+    }
+    return whole * 100 + frac;
+}
+
+int main(int argc, char **argv) {
+    char line[1024];
+    for (int a = 1; a < argc; a++) {
+        FILE *fp = fopen(argv[a], "r");
+        if (!fp) { perror(argv[a]); return 1; }
+        int first = 1;
+        while (fgets(line, sizeof line, fp)) {
+            if (first) { first = 0; continue; }
+            line[strcspn(line, "\r\n")] = 0;
+            char *f[5];
+            int n = 0;
+            for (char *p = line; n < 5; n++) {
+                f[n] = p;
+                char *c = strchr(p, ',');
+                if (!c) { n++; break; }
+                *c = 0;
+                p = c + 1;
+            }
+            if (n < 5) continue;
+            if (LEVEL >= 2) {
+                int dup = 0;
+                for (long i = 0; i < ntx && !dup; i++) dup = strcmp(txns[i], f[0]) == 0;
+                if (dup) continue;
+                if (ntx == captx) txns = realloc(txns, (captx = captx * 2 + 16) * sizeof *txns);
+                txns[ntx++] = dupstr(f[0]);
+            }
+            long long v;
+            if (strcmp(f[4], "settled") == 0) v = cents(f[3]);
+            else if (LEVEL >= 3 && strcmp(f[4], "refund") == 0) v = -cents(f[3]);
+            else continue;
+            long i;
+            for (i = 0; i < ncust && strcmp(names[i], f[2]) != 0; i++) {}
+            if (i == ncust) {
+                if (ncust == capcust) {
+                    capcust = capcust * 2 + 16;
+                    names = realloc(names, capcust * sizeof *names);
+                    tot = realloc(tot, capcust * sizeof *tot);
+                    cnt = realloc(cnt, capcust * sizeof *cnt);
+                }
+                names[ncust] = dupstr(f[2]);
+                tot[ncust] = 0;
+                cnt[ncust++] = 0;
+            }
+            tot[i] += v;
+            cnt[i]++;
+        }
+        fclose(fp);
+    }
+    long *order = malloc((ncust + 1) * sizeof *order);
+    for (long i = 0; i < ncust; i++) order[i] = i;
+    qsort(order, ncust, sizeof *order, cmp);
+    puts(LEVEL >= 4 ? "customer,total,count" : "customer,total");
+    for (long j = 0; j < ncust; j++) {
+        long i = order[j];
+        long long t = tot[i], a = t < 0 ? -t : t;
+        printf("%s,%s%lld.%02lld", names[i], t < 0 ? "-" : "", a / 100, a % 100);
+        if (LEVEL >= 4) printf(",%ld", cnt[i]);
+        printf("\n");
+    }
+    return 0;
+}
+"""
+
+_TOTALS_SERVER = r"""
+import glob
+import http.server
+import json
+
+texts = []
+for path in sorted(glob.glob("/app/exports/*.csv")):
+    with open(path) as handle:
+        texts.append(handle.read())
+TOTALS, COUNTS = customer_totals(texts, LEVEL)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        if len(parts) == 2 and parts[0] == "customer" and parts[1] in TOTALS:
+            c = parts[1]
+            body = {"customer": c, "total": money(TOTALS[c]), "count": COUNTS[c]}
+            code = 200
+        else:
+            body, code = {"error": "not found"}, 404
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", @PORT@), Handler).serve_forever()
+"""
+
+_TOTALS_TESTS = r"""
+
+def export_texts():
+    texts = []
+    for path in CFG["inputs"]:
+        texts.append(read(path))
+    return texts
+
+
+def random_export(rng, ids):
+    lines = ["txn_id,date,customer,amount,status"]
+    for _ in range(rng.randint(1, 40)):
+        if ids and rng.random() < 0.15:
+            lines.append(rng.choice(ids))
+            continue
+        row = "T%05d,2024-0%d-%02d,%s,%d.%02d,%s" % (
+            rng.randint(0, 99999), rng.randint(1, 9), rng.randint(1, 28),
+            rng.choice(["acme", "zeta", "bolt", "kiwi", "Mango", "a_1"]), rng.randint(0, 5000),
+            rng.randint(0, 99), rng.choice(["settled", "settled", "refund", "pending", "failed"]))
+        ids.append(row)
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def test_totals_file():
+    want = totals_csv(export_texts(), CFG["level"])
+    got = read("/app/out/totals.csv")
+    assert got == want, f"totals.csv:\nexpected\n{want}\ngot\n{got}"
+
+
+def test_derived():
+    level = CFG["level"]
+    totals, counts = customer_totals(export_texts(), level)
+    if level >= 2:
+        rows = sum(len([l for l in t.splitlines()[1:] if l.strip()]) for t in export_texts())
+        kept = len({l.split(",")[0] for t in export_texts() for l in t.splitlines()[1:] if l})
+        got = read("/app/out/duplicates.txt").strip()
+        assert got == str(rows - kept), f"duplicates.txt should be {rows - kept}, got {got!r}"
+    if level >= 3:
+        top = sorted(totals, key=lambda c: (-totals[c], c))[:3]
+        got = read("/app/out/top3.txt").split()
+        assert got == top, f"top3.txt should be {top}, got {got}"
+    if level >= 4:
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"customers": len(totals), "grand_total": money(sum(totals.values()))}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/totals.csv", "/app/out/top3.txt", "/app/out/summary.json"])
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(31337)
+    folder = workdir()
+    for i in range(CFG["fresh"]):
+        ids, paths, texts = [], [], []
+        for j in range(rng.randint(1, 3)):
+            text = random_export(rng, ids)
+            path = os.path.join(folder, f"e{i}_{j}.csv")
+            with open(path, "w") as handle:
+                handle.write(text)
+            paths.append(path)
+            texts.append(text)
+        want = totals_csv(texts, CFG["level"])
+        got = run_program(paths).stdout
+        assert got == want, f"fresh inputs {texts}:\nexpected\n{want}\ngot\n{got}"
+
+
+def test_service():
+    if not CFG["service"]:
+        return
+    totals, counts = customer_totals(export_texts(), CFG["level"])
+    for customer in sorted(totals):
+        status, body = http_get(CFG["port"], f"/customer/{customer}")
+        data = json.loads(body)
+        want = {"customer": customer, "total": money(totals[customer]), "count": counts[customer]}
+        assert status == 200 and data == want, f"/customer/{customer}: want {want}, got {data}"
+    try:
+        status, _ = http_get(CFG["port"], "/customer/nobody-here")
+    except urllib.error.HTTPError as error:
+        status = error.code
+    assert status == 404, f"an unknown customer should get 404, got {status}"
+"""
+
+
+@register
+class CustomerTotals(Family):
+    """Group exported payment rows into per-customer totals (dedupe, refunds, counts by
+    level); code asks for a reusable aggregator, services for a JSON lookup service."""
+
+    name = "data_processing.customer_totals"
+    domain = "data_processing"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+    services = True
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        customers = rng.sample(
+            [
+                "acme",
+                "bolt",
+                "cedar",
+                "delta",
+                "ember",
+                "fjord",
+                "gale",
+                "harbor",
+                "iris",
+                "juniper",
+            ],
+            3 + level,
+        )
+        files: dict[str, str | bytes] = {}
+        inputs, all_rows = [], []
+        for f in range(min(level, 3)):
+            rows = []
+            for _ in range(6 + 6 * level):
+                if all_rows and level >= 2 and rng.random() < 0.15:
+                    rows.append(rng.choice(all_rows))
+                    continue
+                row = (
+                    f"T{rng.randint(10000, 99999)}",
+                    f"2024-{f + 3:02d}-{rng.randint(1, 28):02d}",
+                    rng.choice(customers),
+                    f"{rng.randint(1, 900)}.{rng.randint(0, 99):02d}",
+                    rng.choice(["settled"] * 3 + ["refund", "pending", "failed"]),
+                )
+                rows.append(row)
+                all_rows.append(row)
+            name = f"exports/payments_2024_{f + 3:02d}.csv"
+            files[name] = csv_text(["txn_id", "date", "customer", "amount", "status"], rows)
+            inputs.append("/app/" + name)
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/totals")
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        port = 8000 + rng.randint(100, 899)
+        cfg = {
+            "level": level,
+            "inputs": inputs,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "service": ctx.needs_service,
+            "port": port,
+            "fresh": 3 if ctx.verifier_kind == "exact_text" else 6 * level + 4,
+        }
+        rules = ["only rows with status `settled` count"]
+        if level >= 2:
+            rules.append("some rows were exported twice: a `txn_id` counts once (first copy)")
+        if level >= 3:
+            rules[0] = (
+                "`settled` rows add their amount, `refund` rows subtract it, others are ignored"
+            )
+        asks = [
+            "`/app/out/totals.csv`: header `customer,total"
+            + (",count" if level >= 4 else "")
+            + "`, one row per customer with counted rows, sorted by customer name (byte "
+            "order), total with exactly two decimals (a leading `-` when negative)"
+            + ("; count = number of counted rows" if level >= 4 else "")
+        ]
+        if level >= 2:
+            asks.append("`/app/out/duplicates.txt`: the number of duplicate rows you dropped")
+        if level >= 3:
+            asks.append(
+                "`/app/out/top3.txt`: the three customers with the largest totals, one "
+                "per line, largest first (ties by name)"
+            )
+        if level >= 4:
+            asks.append('`/app/out/summary.json`: `{"customers": N, "grand_total": "X.YY"}`')
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for totals.csv, top3.txt "
+                "and summary.json"
+            )
+        body = (
+            "Finance dropped payment exports in /app/exports (CSV with header "
+            "`txn_id,date,customer,amount,status`). Rules:\n\n"
+            + bullets(rules)
+            + "\n\nPlease produce:\n\n"
+            + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nBuild the aggregation as a reusable {LANGUAGE_NAMES[lang]} program at "
+                f"`{prog}` that takes one or more export paths as arguments (duplicates "
+                "are judged across all of them) and prints exactly the totals.csv content."
+            )
+        if ctx.needs_service:
+            body += (
+                f"\n\nFinally keep a lookup service running on 127.0.0.1:{port}: "
+                '`GET /customer/NAME` answers 200 with JSON `{"customer": NAME, '
+                '"total": "X.YY", "count": N}` for the exports in /app/exports, and 404 '
+                "with a JSON error for unknown customers."
+            )
+        source = {"python": _TOTALS_ORACLE + _TOTALS_PY, "bash": _TOTALS_BASH, "c": _TOTALS_C}[
+            lang
+        ].replace("@LEVEL@", str(level))
+        tool = prog if code else "/tmp/totals.sh"
+        run = {"python": f"python3 {tool}", "bash": f"bash {tool}"}.get(lang, "/tmp/totals")
+        lines = ["mkdir -p /app/out", heredoc(tool, source)]
+        if lang == "c" and code:
+            lines.append("gcc -O2 -std=c11 -o /tmp/totals /app/totals.c -lm")
+        lines.append(f"{run} {' '.join(inputs)} > /app/out/totals.csv")
+        if level >= 2:
+            lines.append("all=$(tail -q -n +2 /app/exports/*.csv | grep -c .)")
+            lines.append(
+                "uniq_ids=$(tail -q -n +2 /app/exports/*.csv | cut -d, -f1 | sort -u | grep -c .)"
+            )
+            lines.append("echo $((all - uniq_ids)) > /app/out/duplicates.txt")
+        if level >= 3:
+            lines.append(
+                "tail -n +2 /app/out/totals.csv | awk -F, '{print $2\",\"$1}' | "
+                "sort -t, -k1,1gr -k2,2 | head -n 3 | cut -d, -f2 > /app/out/top3.txt"
+            )
+        if level >= 4:
+            lines.append("customers=$(tail -n +2 /app/out/totals.csv | grep -c .)")
+            lines.append(
+                'grand=$(tail -n +2 /app/out/totals.csv | awk -F, \'{split($2, p, "."); '
+                's = (substr($2, 1, 1) == "-") ? -1 : 1; c += s * (((p[1] < 0) ? '
+                "-p[1] : p[1]) * 100 + p[2])} END {a = (c < 0) ? -c : c; printf "
+                '"%s%d.%02d", (c < 0) ? "-" : "", int(a / 100), a % 100}\')'
+            )
+            lines.append(
+                'printf \'{"customers": %d, "grand_total": "%s"}\\n\' "$customers" '
+                '"$grand" > /app/out/summary.json'
+            )
+            lines.append(manifest_line(["totals.csv", "top3.txt", "summary.json"]))
+            lines.append("head -n 5 /app/out/totals.csv /app/out/top3.txt")
+        if ctx.needs_service:
+            server = (
+                _TOTALS_ORACLE
+                + f"\nLEVEL = {level}\n"
+                + _TOTALS_SERVER.replace("@PORT@", str(port))
+            )
+            lines.append(heredoc("/app/totals_service.py", server))
+            lines.append(
+                start_service("python3 /app/totals_service.py", port, "/app/totals_service.log")
+            )
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _TOTALS_ORACLE + _TOTALS_TESTS)},
+            files=files,
+            keep_agent_processes=ctx.needs_service,
+        )
+
+
+# --- signup_validator --------------------------------------------------------------------
+
+_SIGNUP_ORACLE = r"""
+import re
+
+_EMAIL = re.compile(r"[a-z0-9+_-]+(\.[a-z0-9+_-]+)*@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,10}")
+
+
+def valid_date(text):
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        return False
+    y, m, d = int(text[:4]), int(text[5:7]), int(text[8:])
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    days = [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    return 1 <= m <= 12 and 1 <= d <= days[m - 1]
+
+
+def signup_ok(line, level, seen):
+    fields = line.split(",")
+    if len(fields) != 4:
+        return False
+    rid, email, day, amount = fields
+    if not re.fullmatch(r"C[0-9]{6}", rid) or not _EMAIL.fullmatch(email):
+        return False
+    if level >= 2:
+        if not valid_date(day):
+            return False
+    elif not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", day):
+        return False
+    if not re.fullmatch(r"-?[0-9]+\.[0-9]{2}", amount):
+        return False
+    if level >= 3 and (amount.startswith("-") or float(amount) > 100000):
+        return False
+    if level >= 4:
+        if rid in seen:
+            return False
+        seen.add(rid)
+    return True
+
+
+def filter_signups(text, level):
+    seen, keep, bad = set(), [], []
+    for number, line in enumerate(text.split("\n")[:-1] if text.endswith("\n")
+                                  else text.split("\n"), 1):
+        (keep if signup_ok(line, level, seen) else bad).append((number, line))
+    return keep, bad
+"""
+
+_SIGNUP_PY = r"""
+import sys
+
+LEVEL = @LEVEL@
+
+if __name__ == "__main__":
+    with open(sys.argv[1], newline="") as handle:
+        keep, _ = filter_signups(handle.read(), LEVEL)
+    sys.stdout.write("".join(line + "\n" for _, line in keep))
+"""
+
+_SIGNUP_BASH = r"""
+#!/bin/bash
+# Usage: signup_filter.sh FILE -> the valid records, unchanged, in input order
+set -euo pipefail
+LC_ALL=C awk -v L=@LEVEL@ '
+function okdate(s,   y, m, d, leap, dim) {
+  if (s !~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$/) return 0
+  if (L < 2) return 1
+  y = substr(s, 1, 4) + 0; m = substr(s, 6, 2) + 0; d = substr(s, 9, 2) + 0
+  leap = (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
+  split("31 28 31 30 31 30 31 31 30 31 30 31", dim, " "); if (leap) dim[2] = 29
+  return m >= 1 && m <= 12 && d >= 1 && d <= dim[m] }
+{ n = split($0, f, ","); if (n != 4) next
+  if (f[1] !~ /^C[0-9][0-9][0-9][0-9][0-9][0-9]$/) next
+  if (f[2] !~ /^[a-z0-9+_-]+(\.[a-z0-9+_-]+)*@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z][a-z]+$/) next
+  split(f[2], parts, "."); tld = parts[length(parts)]; if (length(tld) > 10) next
+  if (!okdate(f[3])) next
+  if (f[4] !~ /^-?[0-9]+\.[0-9][0-9]$/) next
+  if (L >= 3 && (f[4] ~ /^-/ || f[4] + 0 > 100000)) next
+  if (L >= 4) { if (f[1] in seen) next; seen[f[1]] = 1 }
+  print }' "$1"
+"""
+
+_SIGNUP_TESTS = r"""
+
+def clean_line(rng, used):
+    while True:
+        rid = "C%06d" % rng.randint(0, 999999)
+        if rid not in used:
+            used.add(rid)
+            break
+    local = rng.choice(["ana", "bo.li", "x_y", "k+tag", "lee-9", "m"])
+    domain = rng.choice(["mail.example", "corp-1.co", "uni.ac", "xy"])
+    tld = rng.choice(["com", "org", "io", "museum"])
+    year = rng.choice([2020, 2023, 2024])
+    day = "%04d-%02d-%02d" % (year, rng.randint(1, 12), rng.randint(1, 28))
+    amount = "%d.%02d" % (rng.randint(0, 99999), rng.randint(0, 99))
+    return f"{rid},{local}@{domain}.{tld},{day},{amount}"
+
+
+def evil_line(rng, used, level):
+    good = clean_line(rng, used).split(",")
+    kinds = ["fields", "id", "email_upper", "email_noat", "email_dots", "email_tld", "date_fmt",
+             "amount_fmt", "quoted", "space", "empty"]
+    if level >= 2:
+        kinds += ["feb30", "month13", "feb29"]
+    if level >= 3:
+        kinds += ["negative", "huge"]
+    kind = rng.choice(kinds)
+    if kind == "fields":
+        good.append("extra")
+    elif kind == "id":
+        good[0] = rng.choice(["C12345", "c123456", "C1234567", "X123456", "C12345a"])
+    elif kind == "email_upper":
+        good[1] = good[1].upper()
+    elif kind == "email_noat":
+        good[1] = good[1].replace("@", "")
+    elif kind == "email_dots":
+        good[1] = rng.choice([".a@b.com", "a.@b.com", "a..b@c.com", "a@b..com", "a@.b.com"])
+    elif kind == "email_tld":
+        good[1] = rng.choice(["a@b.c", "a@b.c0m", "a@b.abcdefghijk", "a@b"])
+    elif kind == "date_fmt":
+        good[2] = rng.choice(["2024/01/02", "24-01-02", "2024-1-02", "2024-01-2x"])
+    elif kind == "amount_fmt":
+        good[3] = rng.choice(["12", "12.5", "1,00", "12.345", "abc", ".50", "+1.00"])
+    elif kind == "quoted":
+        good[1] = '"' + good[1] + '"'
+    elif kind == "space":
+        good[rng.randrange(4)] += " "
+    elif kind == "empty":
+        return ""
+    elif kind == "feb30":
+        good[2] = "2024-02-30"
+    elif kind == "month13":
+        good[2] = "2023-13-01"
+    elif kind == "feb29":
+        good[2] = rng.choice(["2023-02-29", "1900-02-29"])
+    elif kind == "negative":
+        good[3] = "-" + good[3]
+    elif kind == "huge":
+        good[3] = "100000.01"
+    return ",".join(good)
+
+
+def test_fixture_outputs():
+    if not CFG["files_out"]:
+        return
+    text = read(CFG["input"])
+    keep, bad = filter_signups(text, CFG["level"])
+    got = read("/app/out/clean.csv")
+    want = "".join(line + "\n" for _, line in keep)
+    assert got == want, f"clean.csv:\nexpected\n{want}\ngot\n{got}"
+    if CFG["level"] >= 2:
+        got = read("/app/out/rejected.txt").split()
+        assert got == [str(n) for n, _ in bad], f"rejected.txt should list {[n for n, _ in bad]}"
+    if CFG["level"] >= 3:
+        by_year = {}
+        for _, line in keep:
+            by_year[line.split(",")[2][:4]] = by_year.get(line.split(",")[2][:4], 0) + 1
+        want = "".join(f"{y} {c}\n" for y, c in sorted(by_year.items()))
+        got = read("/app/out/per_year.txt")
+        assert got == want, f"per_year.txt:\nexpected\n{want}\ngot\n{got}"
+    if CFG["level"] >= 4:
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"accepted": len(keep), "rejected": len(bad)}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/clean.csv", "/app/out/rejected.txt", "/app/out/per_year.txt"])
+
+
+def test_hidden_corpus():
+    if not CFG["code"]:
+        return
+    rng = random.Random(8080)
+    used = set()
+    lines = []
+    for _ in range(CFG["fresh"]):
+        lines.append((clean_line(rng, used), True))
+        lines.append((evil_line(rng, used, CFG["level"]), False))
+    rng.shuffle(lines)
+    if CFG["level"] >= 4:
+        originals = [line for line, ok in lines if ok]
+        for line in rng.sample(originals, min(3, len(originals))):
+            lines.append((line.split(",")[0] + ",dup@x.org,2024-01-01,1.00", False))
+    text = "".join(line + "\n" for line, _ in lines)
+    path = os.path.join(workdir(), "signups.csv")
+    with open(path, "w", newline="") as handle:
+        handle.write(text)
+    keep, _ = filter_signups(text, CFG["level"])
+    assert [l for l, ok in lines if ok] == [l for _, l in keep], "test corpus self-check"
+    got = run_program([path]).stdout.split("\n")[:-1]
+    want = [l for l, ok in lines if ok]
+    missed = [l for l in got if l not in want]
+    lost = [l for l in want if l not in got]
+    assert not missed, f"{len(missed)} invalid records accepted, e.g. {missed[:3]}"
+    assert not lost, f"{len(lost)} valid records rejected, e.g. {lost[:3]}"
+    assert got == want, "valid records must be printed unchanged and in input order"
+"""
+
+
+@register
+class SignupValidator(Family):
+    """Validate sign-up records (ids, emails, calendar dates, amounts, duplicates by level):
+    shell-split a fixture into clean/rejected outputs, or write a filter that hidden hostile
+    records must not pass."""
+
+    name = "data_processing.signup_validator"
+    domain = "data_processing"
+    verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/signup_filter")
+        code = ctx.needs_code or ctx.verifier_kind == "adversarial_corpus"
+        rows = []
+        for _ in range(8 + 8 * level):
+            rid = f"C{rng.randint(0, 999999):06d}"
+            user = rng.choice(["ana", "li.wei", "omar_k", "jo+news"])
+            host = rng.choice(["example", "mail.corp", "uni-x"])
+            email = f"{user}@{host}.{rng.choice(['com', 'org', 'de'])}"
+            year = rng.choice([2019, 2023, 2024])
+            day = f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+            amount = f"{rng.randint(0, 5000)}.{rng.randint(0, 99):02d}"
+            fields = [rid, email, day, amount]
+            flaw = rng.random()
+            if flaw < 0.1:
+                fields[1] = fields[1].upper()
+            elif flaw < 0.2:
+                fields[2] = rng.choice(["2023-02-29", "2024-04-31", "2024/05/01"])
+            elif flaw < 0.28:
+                fields[3] = rng.choice(["-5.00", "12.5", "100000.50"])
+            elif flaw < 0.34 and rows:
+                fields[0] = rows[-1].split(",")[0]
+            elif flaw < 0.4:
+                fields.append("")
+            rows.append(",".join(fields))
+        files = {"incoming/signups.csv": "\n".join(rows) + "\n"}
+        cfg = {
+            "level": level,
+            "input": "/app/incoming/signups.csv",
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "files_out": True,
+            "fresh": {1: 25, 2: 40, 3: 60, 4: 80}[level],
+        }
+        rules = [
+            "exactly four comma-separated fields: `id,email,signup_date,amount` (no quoting, "
+            "no spaces)",
+            "`id` is `C` followed by exactly six digits",
+            "`email` is lowercase `local@domain.tld`: local part and domain are dot-separated "
+            "non-empty labels (local labels of `a-z 0-9 + _ -`, domain labels of `a-z 0-9 -`), "
+            "and the final label (tld) is 2-10 letters",
+            "`signup_date` is `YYYY-MM-DD`"
+            + (" and a real calendar date (leap years count)" if level >= 2 else ""),
+            "`amount` is digits, a dot, two digits, optionally with a leading `-`",
+        ]
+        if level >= 3:
+            rules.append("`amount` must not be negative nor above 100000.00")
+        if level >= 4:
+            rules.append(
+                "an `id` already accepted earlier in the file makes the later record invalid"
+            )
+        asks = ["`/app/out/clean.csv`: the valid records, unchanged and in input order"]
+        if level >= 2:
+            asks.append(
+                "`/app/out/rejected.txt`: line numbers (1-based) of invalid records, "
+                "one per line, ascending"
+            )
+        if level >= 3:
+            asks.append(
+                "`/app/out/per_year.txt`: `YEAR COUNT` lines for valid records by "
+                "signup year, ascending"
+            )
+        if level >= 4:
+            asks.append('`/app/out/summary.json`: `{"accepted": A, "rejected": R}`')
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for clean.csv, "
+                "rejected.txt and per_year.txt"
+            )
+        body = (
+            "Sign-up records (no header) arrive in /app/incoming/signups.csv. A record is "
+            "valid when:\n\n" + bullets(rules) + "\n\nPlease produce:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nThe check must also exist as a reusable {LANGUAGE_NAMES[lang]} filter "
+                f"at `{prog}`: given a file path it prints exactly the valid records to "
+                "stdout, unchanged, in input order. I will feed it other files, including "
+                "deliberately malformed records."
+            )
+        source = {"python": _SIGNUP_ORACLE + _SIGNUP_PY, "bash": _SIGNUP_BASH}[lang]
+        source = source.replace("@LEVEL@", str(level))
+        tool = prog if code else "/tmp/signup_filter.sh"
+        run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
+        lines = [
+            "mkdir -p /app/out",
+            heredoc(tool, source),
+            f"{run} /app/incoming/signups.csv > /app/out/clean.csv",
+        ]
+        if level >= 2:
+            lines.append(
+                "grep -nxvFf /app/out/clean.csv /app/incoming/signups.csv | cut -d: -f1 "
+                "> /tmp/rej || true"
+            )
+            if level >= 4:
+                lines.append(
+                    "awk 'NR == FNR {k[$0]++; next} (k[$0]-- > 0) {next} {print FNR}' "
+                    "/app/out/clean.csv /app/incoming/signups.csv > /tmp/rej"
+                )
+            lines.append("cp /tmp/rej /app/out/rejected.txt")
+        if level >= 3:
+            lines.append(
+                "cut -d, -f3 /app/out/clean.csv | cut -c1-4 | sort | uniq -c | "
+                "awk '{print $2, $1}' > /app/out/per_year.txt"
+            )
+        if level >= 4:
+            lines.append("accepted=$(wc -l < /app/out/clean.csv)")
+            lines.append("rejected=$(wc -l < /app/out/rejected.txt)")
+            lines.append(
+                'printf \'{"accepted": %d, "rejected": %d}\\n\' "$accepted" "$rejected" '
+                "> /app/out/summary.json"
+            )
+            lines.append(manifest_line(["clean.csv", "rejected.txt", "per_year.txt"]))
+            lines.append("cat /app/out/summary.json")
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _SIGNUP_ORACLE + _SIGNUP_TESTS)},
+            files=files,
+        )
+
+
+# --- hourly_rollup -----------------------------------------------------------------------
+
+_ROLLUP_ORACLE = r'''
+import datetime
+
+
+def parse_stamp(text):
+    """UTC hour 'YYYY-MM-DDTHH' of an ISO timestamp ending in Z or +HH:MM / -HH:MM."""
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    moment = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z")
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H")
+
+
+def tenths(text):
+    whole, _, frac = text.partition(".")
+    return int(whole) * 10 + int((frac + "0")[:1])
+
+
+def rollup(texts):
+    groups = {}
+    for text in texts:
+        for line in text.splitlines()[1:]:
+            parts = line.strip().split(",")
+            if len(parts) != 3:
+                continue
+            stamp, sensor, value = parts
+            try:
+                key, v = (parse_stamp(stamp), sensor), tenths(value)
+            except ValueError:
+                continue
+            groups.setdefault(key, []).append(v)
+    rows = ["hour,sensor,count,min,max,mean"]
+    for (hour, sensor) in sorted(groups):
+        vals = groups[(hour, sensor)]
+        n, s = len(vals), sum(vals)
+        mean = (20 * s + n) // (2 * n)
+        rows.append("%s,%s,%d,%d.%d,%d.%d,%d.%02d" % (hour, sensor, n, min(vals) // 10,
+                    min(vals) % 10, max(vals) // 10, max(vals) % 10, mean // 100, mean % 100))
+    return "\n".join(rows) + "\n"
+'''
+
+_ROLLUP_PY = r"""
+import sys
+
+if __name__ == "__main__":
+    texts = []
+    for path in sys.argv[1:]:
+        with open(path) as handle:
+            texts.append(handle.read())
+    sys.stdout.write(rollup(texts))
+"""
+
+_ROLLUP_BASH = r"""
+#!/bin/bash
+# Usage: rollup.sh FILE... -> hourly per-sensor aggregates (UTC) as CSV on stdout
+set -euo pipefail
+echo "hour,sensor,count,min,max,mean"
+TZ=UTC gawk -F, '
+FNR == 1 { next }
+{ sub(/\r$/, "") }
+NF != 3 { next }
+$1 !~ /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})$/ { next }
+$3 !~ /^[0-9]+(\.[0-9])?$/ { next }
+{ t = mktime(substr($1, 1, 4) " " substr($1, 6, 2) " " substr($1, 9, 2) " " \
+             substr($1, 12, 2) " " substr($1, 15, 2) " " substr($1, 18, 2))
+  z = substr($1, 20)
+  if (z != "Z") { sign = (substr(z, 1, 1) == "-") ? -1 : 1
+    t -= sign * (substr(z, 2, 2) * 3600 + substr(z, 5, 2) * 60) }
+  split($3, p, "."); v = p[1] * 10 + (p[2] == "" ? 0 : p[2])
+  key = strftime("%Y-%m-%dT%H", t) "," $2
+  n[key]++; s[key] += v
+  if (!(key in lo) || v < lo[key]) lo[key] = v
+  if (!(key in hi) || v > hi[key]) hi[key] = v }
+END { for (k in n) { m = int((20 * s[k] + n[k]) / (2 * n[k]))
+    printf "%s,%d,%d.%d,%d.%d,%d.%02d\n", k, n[k], int(lo[k] / 10), lo[k] % 10,
+      int(hi[k] / 10), hi[k] % 10, int(m / 100), m % 100 } }' "$@" | LC_ALL=C sort
+"""
+
+_ROLLUP_TESTS = r"""
+
+def random_file(rng):
+    lines = ["timestamp,sensor,value"]
+    for _ in range(rng.randint(1, 50)):
+        if rng.random() < 0.08:
+            lines.append(rng.choice(["garbage", "2024-01-01T00:00:00Z,t1", ",,", "x,y,z"]))
+            continue
+        zone = rng.choice(["Z", "Z", "+02:00", "-05:30", "+00:00"])
+        stamp = "2024-%02d-%02dT%02d:%02d:%02d%s" % (rng.choice([2, 12]), rng.choice([1, 28, 29]),
+                rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59), zone)
+        sensor = rng.choice(["t1", "t2", "hum"])
+        lines.append(f"{stamp},{sensor},{rng.randint(0, 999)}.{rng.randint(0, 9)}")
+    return "\n".join(lines) + "\n"
+
+
+def test_rollup_file():
+    texts = [read(p) for p in CFG["inputs"]]
+    want = rollup(texts)
+    got = read("/app/out/hourly.csv")
+    assert got == want, f"hourly.csv:\nexpected\n{want}\ngot\n{got}"
+
+
+def test_derived():
+    level = CFG["level"]
+    rows = [r.split(",") for r in rollup([read(p) for p in CFG["inputs"]]).splitlines()[1:]]
+    if level >= 2:
+        busiest = sorted(rows, key=lambda r: (-int(r[2]), r[0], r[1]))[0]
+        got = read("/app/out/busiest.txt").strip()
+        want = f"{busiest[0]} {busiest[1]}"
+        assert got == want, f"busiest.txt should be {want!r}, got {got!r}"
+    if level >= 3:
+        sensors = sorted({r[1] for r in rows})
+        want = "".join(f"{s} {max(float(r[4]) for r in rows if r[1] == s):.1f}\n" for s in sensors)
+        got = read("/app/out/peaks.txt")
+        assert got == want, f"peaks.txt:\nexpected\n{want}\ngot\n{got}"
+    if level >= 4:
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"rows": len(rows), "readings": sum(int(r[2]) for r in rows)}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/hourly.csv", "/app/out/busiest.txt", "/app/out/peaks.txt"])
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(1234)
+    folder = workdir()
+    for i in range(CFG["fresh"]):
+        paths, texts = [], []
+        for j in range(rng.randint(1, 3)):
+            text = random_file(rng)
+            path = os.path.join(folder, f"r{i}_{j}.csv")
+            with open(path, "w") as handle:
+                handle.write(text)
+            paths.append(path)
+            texts.append(text)
+        want = rollup(texts)
+        got = run_program(paths).stdout
+        assert got == want, f"fresh inputs {texts}:\nexpected\n{want}\ngot\n{got}"
+"""
+
+
+@register
+class HourlyRollup(Family):
+    """Roll minute-level sensor readings (mixed UTC offsets, junk lines) into hourly per-sensor
+    aggregates; level adds sources, derived reports and a manifest; code asks for a
+    reusable roll-up program checked on random inputs."""
+
+    name = "data_processing.hourly_rollup"
+    domain = "data_processing"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        sensors = rng.sample(["temp_a", "temp_b", "hum_1", "co2", "pres"], 1 + min(level, 3))
+        files: dict[str, str | bytes] = {}
+        inputs = []
+        day = rng.randint(1, 27)
+        for f in range(1 + level // 2):
+            zone = "Z" if f == 0 or level < 3 else rng.choice(["+02:00", "-04:00", "+05:30"])
+            lines = ["timestamp,sensor,value"]
+            for _ in range(10 + 10 * level):
+                lines.append(
+                    f"2024-03-{day:02d}T{rng.randint(6, 11):02d}:{rng.randint(0, 59):02d}:"
+                    f"{rng.randint(0, 59):02d}{zone},{rng.choice(sensors)},"
+                    f"{rng.randint(150, 320)}.{rng.randint(0, 9)}"
+                )
+                if level >= 2 and rng.random() < 0.05:
+                    lines.append(rng.choice(["ERROR sensor offline", "2024-03-01T00:00:00Z,,"]))
+            name = f"readings/station{f + 1}.csv"
+            files[name] = "\n".join(lines) + "\n"
+            inputs.append("/app/" + name)
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/rollup")
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        cfg = {
+            "level": level,
+            "inputs": inputs,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "fresh": 3 if ctx.verifier_kind == "exact_text" else 5 * level + 5,
+        }
+        asks = [
+            "`/app/out/hourly.csv` with header `hour,sensor,count,min,max,mean`: one row per "
+            "(UTC hour, sensor) that has readings, `hour` written `YYYY-MM-DDTHH` in UTC, rows "
+            "sorted by hour then sensor (byte order); min/max with one decimal, mean with two "
+            "decimals rounded half up. Lines that are not `timestamp,sensor,value` with an ISO "
+            "timestamp (`Z` or `+HH:MM`/`-HH:MM` offset) and a non-negative value with at most "
+            "one decimal are skipped"
+        ]
+        if level >= 2:
+            asks.append(
+                "`/app/out/busiest.txt`: `HOUR SENSOR` of the row with the most "
+                "readings (ties: earliest hour, then sensor name)"
+            )
+        if level >= 3:
+            asks.append(
+                "`/app/out/peaks.txt`: `SENSOR MAX` per sensor (highest hourly max, one "
+                "decimal), sorted by sensor"
+            )
+        if level >= 4:
+            asks.append('`/app/out/summary.json`: `{"rows": R, "readings": N}` for hourly.csv')
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for hourly.csv, "
+                "busiest.txt and peaks.txt"
+            )
+        body = (
+            "Our weather stations upload minute readings to /app/readings/*.csv (header "
+            "`timestamp,sensor,value`; stations do not all log in UTC). Please "
+            "produce:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nMake the roll-up a reusable {LANGUAGE_NAMES[lang]} program at "
+                f"`{prog}`: it takes one or more CSV paths and prints the hourly.csv "
+                "content (all files pooled) to stdout. I will run it on other files."
+            )
+        source = {"python": _ROLLUP_ORACLE + _ROLLUP_PY, "bash": _ROLLUP_BASH}[lang]
+        tool = prog if code else "/tmp/rollup.sh"
+        run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
+        lines = [
+            "mkdir -p /app/out",
+            heredoc(tool, source),
+            f"{run} {' '.join(inputs)} > /app/out/hourly.csv",
+        ]
+        if level >= 2:
+            lines.append(
+                "tail -n +2 /app/out/hourly.csv | sort -t, -k3,3nr -k1,1 -k2,2 | "
+                "head -n 1 | awk -F, '{print $1, $2}' > /app/out/busiest.txt"
+            )
+        if level >= 3:
+            lines.append(
+                "tail -n +2 /app/out/hourly.csv | awk -F, '!($2 in m) || $5 + 0 > m[$2] "
+                '{m[$2] = $5 + 0} END {for (s in m) printf "%s %.1f\\n", s, m[s]}\' '
+                "| LC_ALL=C sort > /app/out/peaks.txt"
+            )
+        if level >= 4:
+            lines.append("rows=$(tail -n +2 /app/out/hourly.csv | grep -c .)")
+            lines.append(
+                "readings=$(tail -n +2 /app/out/hourly.csv | awk -F, '{s += $3} END {print s + 0}')"
+            )
+            lines.append(
+                'printf \'{"rows": %d, "readings": %d}\\n\' "$rows" "$readings" '
+                "> /app/out/summary.json"
+            )
+            lines.append(manifest_line(["hourly.csv", "busiest.txt", "peaks.txt"]))
+            lines.append("head -n 3 /app/out/hourly.csv")
+            lines.append("wc -l /app/out/hourly.csv")
+            lines.append("cat /app/out/busiest.txt /app/out/peaks.txt /app/out/summary.json")
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _ROLLUP_ORACLE + _ROLLUP_TESTS)},
+            files=files,
+        )
+
+
+# --- name_matching -----------------------------------------------------------------------
+
+_COMPANIES = (
+    "Northwind Traders",
+    "Blue Harbor Foods",
+    "Crescent Logistics",
+    "Summit Dental Care",
+    "Ironwood Builders",
+    "Pinecrest Bakery",
+    "Silverline Telecom",
+    "Golden Valley Farms",
+    "Redstone Mining",
+    "Oakridge Pharmacy",
+    "Maple Street Books",
+    "Harborview Hotel",
+    "Quantum Print Shop",
+    "Evergreen Landscaping",
+    "Falcon Air Charter",
+    "Riverside Plumbing",
+    "Sunset Car Wash",
+    "Bright Path Tutoring",
+    "Copperfield Metals",
+    "Lakeshore Marina",
+    "Willow Creek Vets",
+    "Atlas Moving Co",
+    "Cobalt Software",
+    "Meadowlark Dairy",
+)
+"""Canonical names, pairwise at least 9 edits apart after normalisation."""
+
+_MATCH_ORACLE = r"""
+import re
+
+
+def normalise(name):
+    return " ".join(re.sub(r"[^a-z0-9 ]", "", name.lower()).split())
+
+
+def distance(a, b):
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def best_match(name, canon, limit):
+    key = normalise(name)
+    scored = sorted((distance(key, normalise(c)), c) for c in canon)
+    if limit is not None and scored[0][0] > limit:
+        return "UNMATCHED"
+    return scored[0][1]
+
+
+def match_lines(canon_text, names_text, limit):
+    canon = [l.strip() for l in canon_text.splitlines() if l.strip()]
+    names = [l.rstrip("\n") for l in names_text.splitlines() if l.strip()]
+    return [f"{n}\t{best_match(n, canon, limit)}" for n in names]
+"""
+
+_MATCH_PY = r"""
+import sys
+
+LIMIT = @LIMIT@
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as a, open(sys.argv[2]) as b:
+        for line in match_lines(a.read(), b.read(), LIMIT):
+            print(line)
+"""
+
+_MATCH_BASH = r"""
+#!/bin/bash
+# Usage: match.sh CANONICAL NAMES -> "name<TAB>best canonical" per name
+set -euo pipefail
+LC_ALL=C awk -v limit=@LIMIT@ '
+function norm(s) { s = tolower(s); gsub(/[^a-z0-9 ]/, "", s); gsub(/ +/, " ", s)
+  sub(/^ /, "", s); sub(/ $/, "", s); return s }
+function lev(a, b,   i, j, la, lb, d, x, y, z) {
+  la = length(a); lb = length(b)
+  for (j = 0; j <= lb; j++) d[0, j] = j
+  for (i = 1; i <= la; i++) { d[i, 0] = i
+    for (j = 1; j <= lb; j++) {
+      x = d[i-1, j] + 1; y = d[i, j-1] + 1
+      z = d[i-1, j-1] + (substr(a, i, 1) != substr(b, j, 1))
+      d[i, j] = (x < y) ? ((x < z) ? x : z) : ((y < z) ? y : z) } }
+  return d[la, lb] }
+NR == FNR { if ($0 ~ /[^ ]/) { sub(/^ +/, ""); sub(/ +$/, ""); c[++nc] = $0
+    k[nc] = norm($0) }; next }
+$0 ~ /[^ ]/ { key = norm($0); best = ""; bd = -1
+  for (i = 1; i <= nc; i++) { dd = lev(key, k[i])
+    if (bd < 0 || dd < bd || (dd == bd && c[i] < best)) { bd = dd; best = c[i] } }
+  if (limit != "None" && bd > limit + 0) best = "UNMATCHED"
+  print $0 "\t" best }' "$1" "$2"
+"""
+
+_MATCH_TESTS = r"""
+
+def mangle(rng, name, edits):
+    s = list(name)
+    for _ in range(edits):
+        i = rng.randrange(len(s))
+        op = rng.choice("sdi")
+        if op == "s":
+            s[i] = rng.choice("abcdefghijklmnopqrstuvwxyz")
+        elif op == "d" and len(s) > 3:
+            del s[i]
+        else:
+            s.insert(i, rng.choice("abcdefghijklmnopqrstuvwxyz"))
+    out = "".join(s)
+    if rng.random() < 0.4:
+        out = out.upper() if rng.random() < 0.5 else out.lower()
+    if rng.random() < 0.3:
+        out = out.replace(" ", "  ") + rng.choice([".", ",", " "])
+    return out
+
+
+def fresh_case(rng):
+    canon = rng.sample(CFG["pool"], rng.randint(4, 10))
+    names, truth = [], []
+    for _ in range(rng.randint(3, 12)):
+        if CFG["limit"] is not None and rng.random() < 0.2:
+            names.append("".join(rng.choice("qwxzjkvb") for _ in range(rng.randint(10, 16))))
+            truth.append("UNMATCHED")
+        else:
+            c = rng.choice(canon)
+            names.append(mangle(rng, c, rng.randint(0, 3)))
+            truth.append(c)
+    return canon, names, truth
+
+
+def accuracy(lines, names, truth, label):
+    assert len(lines) == len(names), f"{label}: {len(names)} lines expected, got {len(lines)}"
+    hits = 0
+    for line, name, want in zip(lines, names, truth):
+        got_name, _, got = line.partition("\t")
+        assert got_name == name, f"{label}: line for {name!r} expected, got {line!r}"
+        hits += got == want
+    return hits / len(names)
+
+
+def test_matches():
+    for src, out in CFG["pairs"]:
+        got = [l for l in read(out).split("\n") if l.strip()]
+        names = [l for l in read(src).splitlines() if l.strip()]
+        if CFG["mode"] == "metric":
+            acc = accuracy(got, names, CFG["truth"][src], out)
+            assert acc >= CFG["threshold"], f"{out}: accuracy {acc:.3f} < {CFG['threshold']}"
+        else:
+            want = match_lines(read(CFG["canon"]), read(src), CFG["limit"])
+            assert got == want, f"{out}:\nexpected\n" + "\n".join(want) + "\ngot\n" + "\n".join(got)
+
+
+def test_derived():
+    level = CFG["level"]
+    if level < 3:
+        return
+    rows = [l.split("\t") for _, out in CFG["pairs"] for l in read(out).split("\n") if l.strip()]
+    counts = {}
+    for _, c in rows:
+        if c != "UNMATCHED":
+            counts[c] = counts.get(c, 0) + 1
+    want = "".join(f"{n} {c}\n" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+    got = read("/app/out/counts.txt")
+    assert got == want, f"counts.txt (from your matches):\nexpected\n{want}\ngot\n{got}"
+    if level >= 4:
+        unmatched = sorted(n for n, c in rows if c == "UNMATCHED")
+        got = [l for l in read("/app/out/unmatched.txt").split("\n") if l]
+        assert got == unmatched, f"unmatched.txt should be {unmatched}, got {got}"
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"names": len(rows), "matched": len(rows) - len(unmatched)}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256", [out for _, out in CFG["pairs"]]
+                       + ["/app/out/counts.txt", "/app/out/unmatched.txt"])
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(555)
+    folder = workdir()
+    scores = []
+    for i in range(CFG["fresh"]):
+        canon, names, truth = fresh_case(rng)
+        a, b = os.path.join(folder, f"canon{i}.txt"), os.path.join(folder, f"names{i}.txt")
+        with open(a, "w") as handle:
+            handle.write("\n".join(canon) + "\n")
+        with open(b, "w") as handle:
+            handle.write("\n".join(names) + "\n")
+        got = [l for l in run_program([a, b]).stdout.split("\n") if l.strip()]
+        if CFG["mode"] == "metric":
+            scores.append(accuracy(got, names, truth, f"fresh case {i}"))
+        else:
+            want = match_lines("\n".join(canon), "\n".join(names), CFG["limit"])
+            assert got == want, f"fresh case {i}: expected {want}, got {got}"
+    if scores:
+        acc = sum(scores) / len(scores)
+        assert acc >= CFG["threshold"], f"program accuracy {acc:.3f} < {CFG['threshold']}"
+"""
+
+
+def _mangle(rng, name: str, edits: int) -> str:
+    chars = list(name)
+    for _ in range(edits):
+        i = rng.randrange(len(chars))
+        op = rng.choice("sdi")
+        if op == "s":
+            chars[i] = rng.choice("abcdefghijklmnopqrstuvwxyz")
+        elif op == "d":
+            del chars[i]
+        else:
+            chars.insert(i, rng.choice("abcdefghijklmnopqrstuvwxyz"))
+    out = "".join(chars)
+    style = rng.random()
+    if style < 0.25:
+        out = out.upper()
+    elif style < 0.5:
+        out = out.lower()
+    if rng.random() < 0.3:
+        out = " " + out.replace(" ", "  ") + rng.choice([".", ",", " ", "!"])
+    return out
+
+
+@register
+class NameMatching(Family):
+    """Match messy vendor names to a canonical list by edit distance after normalisation
+    (exact rule) or to an accuracy bar; level adds an UNMATCHED rule, files and reports."""
+
+    name = "data_processing.name_matching"
+    domain = "data_processing"
+    verifier_kinds = frozenset({"exact_text", "metric_threshold"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        mode = "metric" if ctx.verifier_kind == "metric_threshold" else "exact"
+        limit = 3 if level >= 2 else None
+        canon = sorted(rng.sample(_COMPANIES, 6 + 3 * level))
+        files: dict[str, str | bytes] = {"ref/vendors.txt": "\n".join(canon) + "\n"}
+        pairs, truth = [], {}
+        for f in range(1 if level < 4 else 2):
+            names, want = [], []
+            for _ in range(6 + 4 * level):
+                if limit is not None and rng.random() < 0.15:
+                    names.append(
+                        "".join(rng.choice("qwxzjkvbp") for _ in range(rng.randint(10, 15)))
+                    )
+                    want.append("UNMATCHED")
+                else:
+                    c = rng.choice(canon)
+                    names.append(_mangle(rng, c, rng.randint(0, 3)))
+                    want.append(c)
+            src = f"/app/incoming/invoices_q{f + 1}.txt"
+            files[src[5:]] = "\n".join(names) + "\n"
+            pairs.append([src, f"/app/out/matches_q{f + 1}.tsv"])
+            truth[src] = want
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/match")
+        code = ctx.needs_code
+        threshold = {1: 0.7, 2: 0.8, 3: 0.9, 4: 0.95}[level]
+        cfg = {
+            "level": level,
+            "mode": mode,
+            "limit": limit,
+            "canon": "/app/ref/vendors.txt",
+            "pairs": pairs,
+            "truth": truth,
+            "threshold": threshold,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "pool": list(_COMPANIES),
+            "fresh": {1: 4, 2: 6, 3: 8, 4: 10}[level],
+        }
+        if mode == "exact":
+            rule = (
+                "compare names after normalising both sides (lowercase, drop every "
+                "character other than a-z, 0-9 and space, collapse runs of spaces, trim) "
+                "and pick the vendor at the smallest Levenshtein distance (ties: the "
+                "alphabetically first vendor as written in vendors.txt)"
+            )
+            if limit is not None:
+                rule += f"; when the best distance is above {limit}, write `UNMATCHED`"
+        else:
+            rule = (
+                "pick the vendor each messy name refers to (names carry typos, case and "
+                f"spacing noise); at least {threshold:.0%} of the lines must be right"
+            )
+            if limit is not None:
+                rule += "; some lines are junk that matches no vendor, write `UNMATCHED` for those"
+        srcs = ", ".join(f"`{s}`" for s, _ in pairs)
+        asks = [
+            f"for each input file ({srcs}) the matching `/app/out/matches_qN.tsv`: one line "
+            "per non-empty input line, in order, `ORIGINAL<TAB>VENDOR` where ORIGINAL is "
+            f"the input line as is; {rule}"
+        ]
+        if level >= 3:
+            asks.append(
+                "`/app/out/counts.txt`: `COUNT VENDOR` lines over all your matches "
+                "(UNMATCHED excluded), most first, ties by vendor name"
+            )
+        if level >= 4:
+            asks.append(
+                "`/app/out/unmatched.txt`: the original names you marked UNMATCHED, "
+                "sorted (byte order), one per line"
+            )
+            asks.append('`/app/out/summary.json`: `{"names": N, "matched": M}`')
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for the .tsv files, "
+                "counts.txt and unmatched.txt"
+            )
+        body = (
+            "Accounts payable typed vendor names by hand. The official list is "
+            "/app/ref/vendors.txt (one per line). Please produce:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nI want the matcher as a reusable {LANGUAGE_NAMES[lang]} program at "
+                f"`{prog}`, run as `{prog} VENDORS_FILE NAMES_FILE`, printing the "
+                "`ORIGINAL<TAB>VENDOR` lines to stdout. I will try it on other lists."
+            )
+        source = {"python": _MATCH_ORACLE + _MATCH_PY, "bash": _MATCH_BASH}[lang]
+        source = source.replace("@LIMIT@", str(limit))
+        tool = prog if code else "/tmp/match.sh"
+        run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
+        lines = ["mkdir -p /app/out", heredoc(tool, source)]
+        for src, out in pairs:
+            lines.append(f"{run} /app/ref/vendors.txt {src} > {out}")
+        if level >= 3:
+            lines.append(
+                "cat /app/out/matches_q*.tsv | cut -f2 | grep -vx UNMATCHED | sort | "
+                "uniq -c | sort -k1,1nr -k2 | sed 's/^ *//' > /app/out/counts.txt"
+            )
+        if level >= 4:
+            lines.append(
+                "cat /app/out/matches_q*.tsv | awk -F'\\t' '$2 == \"UNMATCHED\" "
+                "{print $1}' | LC_ALL=C sort > /app/out/unmatched.txt"
+            )
+            lines.append("names=$(cat /app/out/matches_q*.tsv | grep -c .)")
+            lines.append("missing=$(grep -c . /app/out/unmatched.txt || true)")
+            lines.append(
+                'printf \'{"names": %d, "matched": %d}\\n\' "$names" '
+                '"$((names - missing))" > /app/out/summary.json'
+            )
+            lines.append(
+                manifest_line(
+                    [o.rsplit("/", 1)[1] for _, o in pairs] + ["counts.txt", "unmatched.txt"]
+                )
+            )
+            lines.append("head -n 5 /app/out/counts.txt")
+            lines.append("cat /app/out/summary.json")
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _MATCH_ORACLE + _MATCH_TESTS)},
+            files=files,
+        )

@@ -1,1 +1,1673 @@
 """Task families of the data_science domain."""
+
+from __future__ import annotations
+
+from tmax.generate.families._common import (
+    PNG_READER,
+    bullets,
+    numbered,
+    png_bytes,
+    program_path,
+)
+from tmax.generate.families.data_querying import (
+    _SERVER_PY,
+    _code_note,
+    _invoke,
+    _program_setup,
+    _tests,
+    _wait_port,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+# --- family 1: a classifier judged by held-out accuracy --------------------------------
+
+_LABELS = ["alpha", "beta", "gamma", "delta", "omega"]
+
+_BLOBS_GEN = """
+def make_centers(rng, k, d):
+    while True:
+        centers = [[round(rng.uniform(0, 9), 2) for _ in range(d)] for _ in range(k)]
+        gaps = [sum((a - b) ** 2 for a, b in zip(p, q)) ** 0.5
+                for i, p in enumerate(centers) for q in centers[i + 1:]]
+        if min(gaps) >= 4.5:
+            return centers
+
+
+def make_rows(rng, centers, labels, n, noise, missing):
+    rows = []
+    for _ in range(n):
+        c = rng.randrange(len(centers))
+        values = [rng.gauss(m, 1.0) for m in centers[c]]
+        values += [rng.gauss(50.0, 40.0) for _ in range(noise)]
+        cells = ["" if rng.random() < missing else "%.3f" % v for v in values]
+        rows.append((cells, labels[c]))
+    return rows
+
+
+def table(rows, with_label):
+    d = len(rows[0][0])
+    head = ",".join("f%d" % (i + 1) for i in range(d)) + (",label" if with_label else "")
+    body = "".join(",".join(cells) + ("," + lab if with_label else "") + "\\n"
+                   for cells, lab in rows)
+    return head + "\\n" + body
+"""
+
+_blobs_ns: dict = {}
+exec(_BLOBS_GEN, _blobs_ns)
+
+_CLS_PY = """import sys
+
+
+def rows(path):
+    with open(path) as handle:
+        return [line.rstrip("\\n").split(",") for line in handle][1:]
+
+
+def main():
+    train = rows(sys.argv[1])
+    d = len(train[0]) - 1
+    sums, counts = {}, {}
+    for row in train:
+        lab = row[d]
+        sums.setdefault(lab, [0.0] * d)
+        counts.setdefault(lab, [0] * d)
+        for i, cell in enumerate(row[:d]):
+            if cell != "":
+                sums[lab][i] += float(cell)
+                counts[lab][i] += 1
+    means = {lab: [s / max(c, 1) for s, c in zip(sums[lab], counts[lab])] for lab in sums}
+    var, seen = [0.0] * d, [0] * d
+    for row in train:
+        for i, cell in enumerate(row[:d]):
+            if cell != "":
+                var[i] += (float(cell) - means[row[d]][i]) ** 2
+                seen[i] += 1
+    var = [v / max(n, 1) + 1e-9 for v, n in zip(var, seen)]
+    for row in rows(sys.argv[2]):
+        best, label = None, None
+        for lab in sorted(means):
+            dist = sum((float(c) - means[lab][i]) ** 2 / var[i]
+                       for i, c in enumerate(row[:d]) if c != "")
+            if best is None or dist < best:
+                best, label = dist, lab
+        print(label, flush=True)
+
+
+main()
+"""
+
+_CLS_SH = r"""#!/bin/bash
+# Nearest class centroid with per-feature within-class scaling; missing cells skipped.
+export LC_ALL=C
+awk -F, -v train="$1" '
+BEGIN {
+  n = 0
+  while ((getline line < train) > 0) {
+    if (n++ == 0) continue
+    m = split(line, f, ","); d = m - 1; lab = f[m]; labs[lab] = 1; rows[n] = line
+    for (i = 1; i <= d; i++) if (f[i] != "") { sum[lab, i] += f[i]; cnt[lab, i]++ }
+  }
+  for (lab in labs) for (i = 1; i <= d; i++)
+    mean[lab, i] = cnt[lab, i] ? sum[lab, i] / cnt[lab, i] : 0
+  for (r = 2; r <= n; r++) {
+    split(rows[r], f, ","); lab = f[d + 1]
+    for (i = 1; i <= d; i++) if (f[i] != "") { var[i] += (f[i] - mean[lab, i]) ^ 2; seen[i]++ }
+  }
+  for (i = 1; i <= d; i++) var[i] = (seen[i] ? var[i] / seen[i] : 0) + 1e-9
+}
+FNR == 1 { next }
+{
+  best = -1
+  for (lab in labs) {
+    dist = 0
+    for (i = 1; i <= d; i++) if ($i != "") dist += ($i - mean[lab, i]) ^ 2 / var[i]
+    if (best < 0 || dist < best || (dist == best && lab < pick)) { best = dist; pick = lab }
+  }
+  print pick
+  fflush()
+}' "$2"
+"""
+
+_CLS_C = r"""#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXD 16
+#define MAXK 16
+#define MAXR 20000
+
+static char labels[MAXK][64];
+static int k, d;
+static double sum[MAXK][MAXD], cnt[MAXK][MAXD], mean[MAXK][MAXD], var[MAXD], seen[MAXD];
+static double vals[MAXR][MAXD];
+static char has[MAXR][MAXD];
+static int cls[MAXR];
+
+/* Split a CSV line into at most max cells (empty cells kept); returns the count. */
+static int split(char *line, char **cells, int max) {
+    int n = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    char *p = line;
+    while (n < max) {
+        cells[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    return n;
+}
+
+static int label_index(const char *s) {
+    for (int i = 0; i < k; i++)
+        if (strcmp(labels[i], s) == 0) return i;
+    strncpy(labels[k], s, 63);
+    return k++;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    char line[8192], *cells[MAXD + 2];
+    FILE *in = fopen(argv[1], "r");
+    if (!in) return 1;
+    int r = 0, header = 1;
+    while (fgets(line, sizeof line, in) && r < MAXR) {
+        if (header) { header = 0; continue; }
+        int m = split(line, cells, MAXD + 1);
+        if (m < 2) continue;
+        d = m - 1;
+        int c = label_index(cells[d]);
+        cls[r] = c;
+        for (int i = 0; i < d; i++) {
+            has[r][i] = cells[i][0] != 0;
+            if (has[r][i]) {
+                vals[r][i] = atof(cells[i]);
+                sum[c][i] += vals[r][i];
+                cnt[c][i] += 1;
+            }
+        }
+        r++;
+    }
+    fclose(in);
+    for (int c = 0; c < k; c++)
+        for (int i = 0; i < d; i++) mean[c][i] = cnt[c][i] > 0 ? sum[c][i] / cnt[c][i] : 0;
+    for (int j = 0; j < r; j++)
+        for (int i = 0; i < d; i++)
+            if (has[j][i]) {
+                double e = vals[j][i] - mean[cls[j]][i];
+                var[i] += e * e;
+                seen[i] += 1;
+            }
+    for (int i = 0; i < d; i++) var[i] = (seen[i] > 0 ? var[i] / seen[i] : 0) + 1e-9;
+    in = strcmp(argv[2], "-") == 0 ? stdin : fopen(argv[2], "r");
+    if (!in) return 1;
+    header = 1;
+    while (fgets(line, sizeof line, in)) {
+        if (header) { header = 0; continue; }
+        int m = split(line, cells, MAXD + 1);
+        int best = -1;
+        double best_dist = 0;
+        for (int c = 0; c < k; c++) {
+            double dist = 0;
+            for (int i = 0; i < d && i < m; i++)
+                if (cells[i][0]) {
+                    double e = atof(cells[i]) - mean[c][i];
+                    dist += e * e / var[i];
+                }
+            if (best < 0 || dist < best_dist ||
+                (dist == best_dist && strcmp(labels[c], labels[best]) < 0)) {
+                best = c;
+                best_dist = dist;
+            }
+        }
+        printf("%s\n", best >= 0 ? labels[best] : "");
+        fflush(stdout);
+    }
+    return 0;
+}
+"""
+
+_CLS_TESTS = """
+HERE = os.path.dirname(__file__)
+
+
+def accuracy(pred, truth):
+    hits = sum(1 for p, t in zip(pred, truth) if p == t)
+    return hits / len(truth)
+
+
+def test_predictions_accuracy():
+    truth = read(os.path.join(HERE, "truth.txt")).split()
+    got = read("/app/out/predictions.txt").split("\\n")
+    assert got[-1] == "", "predictions.txt must end with a newline"
+    got = got[:-1]
+    assert len(got) == len(truth), f"expected {len(truth)} predictions, got {len(got)}"
+    acc = accuracy(got, truth)
+    assert acc >= PARAMS["threshold"], f"accuracy {acc:.4f} < {PARAMS['threshold']}"
+    if PARAMS["level"] >= 2:
+        counts = {}
+        for label in got:
+            counts[label] = counts.get(label, 0) + 1
+        want = "label,count\\n" + "".join(f"{k},{v}\\n" for k, v in sorted(counts.items()))
+        have = read("/app/out/class_counts.csv")
+        assert have == want, f"class_counts.csv must count predictions: want\\n{want}got\\n{have}"
+
+
+def test_program_on_fresh_split():
+    if not PARAMS["code"]:
+        return
+    rng = random.Random(1234)
+    p = PARAMS
+    centers = make_centers(rng, len(p["labels"]), p["dims"])
+    train = make_rows(rng, centers, p["labels"], 300, p["noise"], p["missing"])
+    test = make_rows(rng, centers, p["labels"], 200, p["noise"], p["missing"])
+    work = tempfile.mkdtemp()
+    with open(os.path.join(work, "train.csv"), "w") as handle:
+        handle.write(table(train, True))
+    with open(os.path.join(work, "test.csv"), "w") as handle:
+        handle.write(table(test, False))
+    done = run_program([os.path.join(work, "train.csv"), os.path.join(work, "test.csv")])
+    assert done.returncode == 0, f"program failed: {done.stderr[-2000:]}"
+    got = done.stdout.split()
+    assert len(got) == len(test), f"expected {len(test)} predictions, got {len(got)}"
+    acc = accuracy(got, [lab for _, lab in test])
+    assert acc >= p["threshold"], f"accuracy on a fresh split {acc:.4f} < {p['threshold']}"
+
+
+def test_service():
+    if not PARAMS["service"]:
+        return
+    rng = random.Random(77)
+    p = PARAMS
+    rows = make_rows(rng, p["centers"], p["labels"], 60, p["noise"], p["missing"])
+    sock = connect(p["port"])
+    stream = sock.makefile("rw")
+    got = []
+    for cells, _ in rows:
+        stream.write(",".join(cells) + "\\n")
+        stream.flush()
+        got.append(stream.readline().strip())
+    sock.close()
+    acc = accuracy(got, [lab for _, lab in rows])
+    assert acc >= p["threshold"], f"service accuracy {acc:.4f} < {p['threshold']}"
+"""
+
+
+@register
+class Classifier(Family):
+    """Train a classifier on labelled CSV rows and predict a test file; scored by held-out
+    accuracy (threshold rises with level; more classes, missing cells, noise columns).
+    Code asks for a train+predict program run on a fresh split; services for a predictor."""
+
+    name = "data_science.classifier"
+    domain = "data_science"
+    verifier_kinds = frozenset({"metric_threshold"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+    services = True
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        k = {1: 2, 2: 3, 3: 3, 4: 4}[level]
+        dims = {1: 2, 2: 3, 3: 3, 4: 4}[level]
+        noise = 2 if level >= 4 else 0
+        missing = 0.06 if level >= 3 else 0.0
+        labels = sorted(rng.sample(_LABELS, k))
+        threshold = {1: 0.8, 2: 0.84, 3: 0.86, 4: 0.88}[level]
+        centers = _blobs_ns["make_centers"](rng, k, dims)
+        train = _blobs_ns["make_rows"](rng, centers, labels, 60 + 60 * level, noise, missing)
+        test = _blobs_ns["make_rows"](rng, centers, labels, 40 + 30 * level, noise, missing)
+        port = rng.randint(7100, 7899)
+        code, service = ctx.needs_code, ctx.needs_service
+        what = ctx.pick(["sensor readings", "customer features", "lab measurements"])
+        d_all = dims + noise
+        deliver = [
+            "`/app/out/predictions.txt`: one predicted label per row of test.csv, same order, "
+            f"one per line; I need an accuracy of at least {threshold:.2f} on the true labels "
+            "(which I hold back)"
+        ]
+        if level >= 2:
+            deliver.append(
+                "`/app/out/class_counts.csv`: header `label,count`, how many rows of your "
+                "predictions carry each predicted label, sorted by label"
+            )
+        notes = []
+        if level >= 3:
+            notes.append("Some feature cells are empty (the value was not recorded).")
+        if level >= 4:
+            notes.append(
+                "Not every column is informative and the columns are on very different scales."
+            )
+        text = (
+            f"`/app/data/train.csv` holds labelled {what} (columns `f1..f{d_all}` and "
+            f"`label`, {k} classes) and `/app/data/test.csv` the same columns without "
+            "the label. Build a classifier and write:\n\n" + numbered(deliver)
+        )
+        if notes:
+            text += "\n\n" + " ".join(notes)
+        text += "\n\nOnly the Python standard library and numpy are installed."
+        program = program_path(ctx.language, "/app/classify")
+        if code:
+            text += "\n\n" + _code_note(
+                ctx,
+                program,
+                "`<train.csv> <test.csv>` trains on the first file and prints one predicted "
+                "label per row of the second file (which has a header and no label column), "
+                "in order. It must keep the accuracy on a fresh split from the same source.",
+            )
+        if service:
+            text += (
+                f"\n\nAlso leave a prediction service running on 127.0.0.1 port {port}: a "
+                "client sends feature rows as comma-separated lines (same columns as test.csv, "
+                "no header) and gets one label line back per row, several rows per connection. "
+                f"It must answer with the model trained on /app/data/train.csv via `{program}`."
+            )
+        # --- solution
+        lang = ctx.language if code else "python"
+        source = program if code else "/tmp/classify.py"
+        body = {"python": _CLS_PY, "bash": _CLS_SH, "c": _CLS_C}[lang]
+        binary = "/app/classify"
+        lines = ["head -n 3 /app/data/train.csv"]
+        if level >= 2:
+            lines.append("cut -d, -f" + str(d_all + 1) + " /app/data/train.csv | sort | uniq -c")
+        if level >= 3:
+            lines += ["grep -c ',,' /app/data/train.csv || true", "wc -l /app/data/*.csv"]
+        lines.append("mkdir -p /app/out")
+        lines += _program_setup(lang, source, body, binary)
+        run = _invoke(lang, source, binary)
+        lines.append(f"{run} /app/data/train.csv /app/data/test.csv > /app/out/predictions.txt")
+        if level >= 2:
+            lines += [
+                "echo label,count > /app/out/class_counts.csv",
+                "sort /app/out/predictions.txt | uniq -c | awk '{print $2\",\"$1}'"
+                " >> /app/out/class_counts.csv",
+            ]
+        if level >= 4:
+            lines += [
+                f"{run} /app/data/train.csv /app/data/train.csv > /tmp/self.txt",
+                f"cut -d, -f{d_all + 1} /app/data/train.csv | tail -n +2 > /tmp/truth.txt",
+                "paste -d' ' /tmp/self.txt /tmp/truth.txt | awk '$1 == $2' | wc -l",
+                "cat /app/out/class_counts.csv",
+            ]
+        if service:
+            cmd = [*run.split(), "/app/data/train.csv", "/dev/stdin"]
+            header = ",".join(f"f{i + 1}" for i in range(d_all)) + "\n"
+            server = (
+                _SERVER_PY.replace("__PROGRAM__", repr(cmd))
+                .replace("__LINE_PORT__", str(port))
+                .replace("__HTTP_PORT__", "0")
+                .replace("__PREFIX__", repr(header))
+            )
+            lines += [
+                "cat > /app/server.py <<'SERVER_EOF'",
+                server.rstrip("\n"),
+                "SERVER_EOF",
+                "nohup python3 /app/server.py > /app/server.log 2>&1 &",
+                _wait_port(port),
+            ]
+        params = {
+            "level": level,
+            "code": code,
+            "service": service,
+            "language": ctx.language,
+            "program": program,
+            "labels": labels,
+            "dims": dims,
+            "noise": noise,
+            "missing": missing,
+            "threshold": threshold,
+            "centers": centers,
+            "port": port,
+        }
+        tests = _tests(params, _BLOBS_GEN + _CLS_TESTS, service=True)
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests={
+                "test_task.py": tests,
+                "truth.txt": "\n".join(lab for _, lab in test) + "\n",
+            },
+            files={
+                "data/train.csv": _blobs_ns["table"](train, True),
+                "data/test.csv": _blobs_ns["table"](test, False),
+            },
+            keep_agent_processes=service,
+        )
+
+
+# --- family 2: evaluation metrics from prediction files --------------------------------
+
+_METRICS_PY = """import sys
+
+
+def norm(text):
+    return text.strip().lower()
+
+
+def main():
+    path, report = sys.argv[1], sys.argv[2]
+    rows = []
+    with open(path) as handle:
+        header = handle.readline().rstrip("\\n").split(",")
+        for line in handle:
+            cells = line.rstrip("\\n").split(",")
+            if len(cells) < 3:
+                continue
+            truth, pred = norm(cells[1]), norm(cells[2])
+            if truth == "":
+                continue
+            score = float(cells[3]) if len(cells) > 3 and cells[3] != "" else 0.0
+            rows.append((truth, pred, score))
+    labels = sorted({t for t, _, _ in rows} | {p for _, p, _ in rows})
+    matrix = {(a, b): 0 for a in labels for b in labels}
+    for t, p, _ in rows:
+        matrix[(t, p)] += 1
+    if report == "confusion":
+        print("truth," + ",".join(labels))
+        for a in labels:
+            print(a + "," + ",".join(str(matrix[(a, b)]) for b in labels))
+        return
+    f1s = []
+    lines = ["label,precision,recall,f1,support"]
+    for lab in labels:
+        tp = matrix[(lab, lab)]
+        predicted = sum(matrix[(a, lab)] for a in labels)
+        support = sum(matrix[(lab, b)] for b in labels)
+        precision = tp / predicted if predicted else 0.0
+        recall = tp / support if support else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+        f1s.append(f1)
+        lines.append(f"{lab},{precision:.4f},{recall:.4f},{f1:.4f},{support}")
+    if report == "per_class":
+        print("\\n".join(lines))
+    elif report == "summary":
+        total = 0.0
+        for f1 in f1s:
+            total += f1
+        acc = sum(matrix[(a, a)] for a in labels) / len(rows)
+        print(f'{{"accuracy": {acc:.4f}, "macro_f1": {total / len(labels):.4f}, '
+              f'"rows": {len(rows)}}}')
+    elif report == "auc":
+        positive = norm(sys.argv[3])
+        pos = [s for t, _, s in rows if t == positive]
+        neg = [s for t, _, s in rows if t != positive]
+        twice = sum(2 if a > b else 1 if a == b else 0 for a in pos for b in neg)
+        print(f"{twice / (2 * len(pos) * len(neg)):.4f}")
+
+
+main()
+"""
+
+_METRICS_SH = r"""#!/bin/bash
+export LC_ALL=C
+awk -F, -v report="$2" -v positive="$3" '
+function norm(s) { gsub(/^[ \t\r]+|[ \t\r]+$/, "", s); return tolower(s) }
+NR == 1 { next }
+NF >= 3 {
+  t = norm($2); p = norm($3)
+  if (t == "") next
+  n++; truth[n] = t; pred[n] = p; score[n] = ($4 == "" ? 0 : $4 + 0)
+  m[t, p]++; seen[t] = 1; seen[p] = 1
+}
+END {
+  k = 0
+  for (lab in seen) {
+    k++; i = k
+    while (i > 1 && labs[i - 1] > lab) { labs[i] = labs[i - 1]; i-- }
+    labs[i] = lab
+  }
+  if (report == "confusion") {
+    line = "truth"; for (j = 1; j <= k; j++) line = line "," labs[j]; print line
+    for (i = 1; i <= k; i++) {
+      line = labs[i]; for (j = 1; j <= k; j++) line = line "," (m[labs[i], labs[j]] + 0); print line
+    }
+    exit
+  }
+  if (report == "per_class") print "label,precision,recall,f1,support"
+  total = 0; hits = 0
+  for (i = 1; i <= k; i++) {
+    lab = labs[i]; tp = m[lab, lab] + 0; predicted = 0; support = 0; hits += tp
+    for (j = 1; j <= k; j++) { predicted += m[labs[j], lab]; support += m[lab, labs[j]] }
+    pr = predicted ? tp / predicted : 0; rc = support ? tp / support : 0
+    f1 = (pr + rc > 0) ? 2 * pr * rc / (pr + rc) : 0
+    total += f1
+    if (report == "per_class") printf "%s,%.4f,%.4f,%.4f,%d\n", lab, pr, rc, f1, support
+  }
+  if (report == "summary")
+    printf "{\"accuracy\": %.4f, \"macro_f1\": %.4f, \"rows\": %d}\n", hits / n, total / k, n
+  if (report == "auc") {
+    positive = norm(positive); np = 0; nn = 0
+    for (i = 1; i <= n; i++) if (truth[i] == positive) ps[++np] = score[i]; else ns[++nn] = score[i]
+    twice = 0
+    for (i = 1; i <= np; i++) for (j = 1; j <= nn; j++)
+      twice += (ps[i] > ns[j]) ? 2 : (ps[i] == ns[j] ? 1 : 0)
+    printf "%.4f\n", twice / (2 * np * nn)
+  }
+}' "$1"
+"""
+
+_METRICS_C = r"""#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXR 20000
+#define MAXK 64
+static char labels[MAXK][64];
+static int k, n, truth[MAXR], pred[MAXR];
+static double score[MAXR];
+static long matrix[MAXK][MAXK];
+
+static void norm(char *s) {
+    char *start = s;
+    while (*start == ' ' || *start == '\t') start++;
+    memmove(s, start, strlen(start) + 1);
+    size_t len = strlen(s);
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r')) s[--len] = 0;
+    for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
+}
+
+static int label_of(const char *s) {
+    for (int i = 0; i < k; i++)
+        if (strcmp(labels[i], s) == 0) return i;
+    strncpy(labels[k], s, 63);
+    return k++;
+}
+
+static int cmp_label(const void *a, const void *b) {
+    return strcmp(labels[*(const int *)a], labels[*(const int *)b]);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    FILE *in = fopen(argv[1], "r");
+    if (!in) return 1;
+    char line[4096];
+    int first = 1;
+    while (fgets(line, sizeof line, in) && n < MAXR) {
+        if (first) { first = 0; continue; }
+        line[strcspn(line, "\n")] = 0;
+        char *cells[5] = {0};
+        int m = 0;
+        char *p = line;
+        while (m < 5) {
+            cells[m++] = p;
+            char *c = strchr(p, ',');
+            if (!c) break;
+            *c = 0;
+            p = c + 1;
+        }
+        if (m < 3) continue;
+        norm(cells[1]);
+        norm(cells[2]);
+        if (!cells[1][0]) continue;
+        truth[n] = label_of(cells[1]);
+        pred[n] = label_of(cells[2]);
+        score[n] = (m > 3 && cells[3][0]) ? atof(cells[3]) : 0.0;
+        n++;
+    }
+    fclose(in);
+    int order[MAXK];
+    for (int i = 0; i < k; i++) order[i] = i;
+    qsort(order, k, sizeof(int), cmp_label);
+    for (int i = 0; i < n; i++) matrix[truth[i]][pred[i]]++;
+    const char *report = argv[2];
+    if (strcmp(report, "confusion") == 0) {
+        printf("truth");
+        for (int j = 0; j < k; j++) printf(",%s", labels[order[j]]);
+        printf("\n");
+        for (int i = 0; i < k; i++) {
+            printf("%s", labels[order[i]]);
+            for (int j = 0; j < k; j++) printf(",%ld", matrix[order[i]][order[j]]);
+            printf("\n");
+        }
+        return 0;
+    }
+    if (strcmp(report, "auc") == 0 && argc > 3) {
+        char positive[64];
+        strncpy(positive, argv[3], 63);
+        positive[63] = 0;
+        norm(positive);
+        long twice = 0, np = 0, nn = 0;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(labels[truth[i]], positive) != 0) continue;
+            np++;
+            for (int j = 0; j < n; j++)
+                if (strcmp(labels[truth[j]], positive) != 0)
+                    twice += score[i] > score[j] ? 2 : (score[i] == score[j] ? 1 : 0);
+        }
+        for (int j = 0; j < n; j++)
+            if (strcmp(labels[truth[j]], positive) != 0) nn++;
+        printf("%.4f\n", (double)twice / (double)(2 * np * nn));
+        return 0;
+    }
+    int per_class = strcmp(report, "per_class") == 0;
+    if (per_class) printf("label,precision,recall,f1,support\n");
+    double total = 0;
+    long hits = 0;
+    for (int i = 0; i < k; i++) {
+        int a = order[i];
+        long tp = matrix[a][a], predicted = 0, support = 0;
+        for (int j = 0; j < k; j++) {
+            predicted += matrix[j][a];
+            support += matrix[a][j];
+        }
+        hits += tp;
+        double pr = predicted ? (double)tp / predicted : 0, rc = support ? (double)tp / support : 0;
+        double f1 = pr + rc > 0 ? 2 * pr * rc / (pr + rc) : 0;
+        total += f1;
+        if (per_class) printf("%s,%.4f,%.4f,%.4f,%ld\n", labels[a], pr, rc, f1, support);
+    }
+    if (strcmp(report, "summary") == 0)
+        printf("{\"accuracy\": %.4f, \"macro_f1\": %.4f, \"rows\": %d}\n", (double)hits / n,
+               total / k, n);
+    return 0;
+}
+"""
+
+_METRICS_TESTS = """
+HERE = os.path.dirname(__file__)
+
+
+def compute(text, report, positive=""):
+    rows = []
+    for line in text.splitlines()[1:]:
+        cells = line.split(",")
+        if len(cells) < 3 or cells[1].strip() == "":
+            continue
+        score = float(cells[3]) if len(cells) > 3 and cells[3] else 0.0
+        rows.append((cells[1].strip().lower(), cells[2].strip().lower(), score))
+    labels = sorted({r[0] for r in rows} | {r[1] for r in rows})
+    m = {(a, b): 0 for a in labels for b in labels}
+    for t, p, _ in rows:
+        m[(t, p)] += 1
+    if report == "confusion":
+        out = "truth," + ",".join(labels) + "\\n"
+        for a in labels:
+            out += a + "," + ",".join(str(m[(a, b)]) for b in labels) + "\\n"
+        return out
+    if report == "auc":
+        pos = [s for t, _, s in rows if t == positive]
+        neg = [s for t, _, s in rows if t != positive]
+        twice = sum(2 if a > b else (1 if a == b else 0) for a in pos for b in neg)
+        return "%.4f\\n" % (twice / (2 * len(pos) * len(neg)))
+    out, total = "label,precision,recall,f1,support\\n", 0.0
+    for lab in labels:
+        tp = m[(lab, lab)]
+        predicted = sum(m[(a, lab)] for a in labels)
+        support = sum(m[(lab, b)] for b in labels)
+        pr = tp / predicted if predicted else 0.0
+        rc = tp / support if support else 0.0
+        f1 = 2 * pr * rc / (pr + rc) if pr + rc > 0 else 0.0
+        total += f1
+        out += "%s,%.4f,%.4f,%.4f,%d\\n" % (lab, pr, rc, f1, support)
+    if report == "per_class":
+        return out
+    acc = sum(m[(a, a)] for a in labels) / len(rows)
+    return '{"accuracy": %.4f, "macro_f1": %.4f, "rows": %d}\\n' % (acc, total / len(labels),
+                                                                    len(rows))
+
+
+def reports(level, positive):
+    out = [("confusion.csv", "confusion", ())]
+    if level >= 2:
+        out.append(("per_class.csv", "per_class", ()))
+    if level >= 3:
+        out.append(("summary.json", "summary", ()))
+    if level >= 4:
+        out.append(("auc.txt", "auc", (positive,)))
+    return out
+
+
+def test_report_files():
+    text = read(os.path.join(HERE, "predictions.csv"))
+    for name, report, args in reports(PARAMS["level"], PARAMS["positive"]):
+        want, got = compute(text, report, *args), read("/app/out/" + name)
+        if name.endswith(".json"):
+            assert json.loads(got) == json.loads(want), f"{name}: want {want} got {got}"
+        else:
+            assert got == want, f"/app/out/{name} differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
+
+
+def fresh(rng, level):
+    labels = rng.sample(["cat", "dog", "fox", "owl", "elk", "bee"], rng.randint(2, 4))
+    lines = ["id,truth,pred" + (",score" if level >= 4 else "")]
+    for i in range(rng.randint(8, 120)):
+        truth = rng.choice(labels)
+        pred = truth if rng.random() < 0.7 else rng.choice(labels)
+        if level >= 3 and rng.random() < 0.2:
+            truth = " " + truth.upper() if rng.random() < 0.5 else truth.capitalize() + " "
+        if level >= 4 and rng.random() < 0.05:
+            truth = ""
+        cells = [str(i + 1), truth, pred]
+        if level >= 4:
+            cells.append("%.2f" % rng.random() if rng.random() < 0.9 else "0.50")
+        lines.append(",".join(cells))
+    lines.append(f"{len(lines)},{labels[0]},{labels[0]}" + (",0.99" if level >= 4 else ""))
+    lines.append(f"{len(lines)},{labels[1]},{labels[0]}" + (",0.01" if level >= 4 else ""))
+    return "\\n".join(lines) + "\\n", labels[0]
+
+
+def test_program_equivalence():
+    if not PARAMS["code"]:
+        return
+    rng = random.Random(2024)
+    work = tempfile.mkdtemp()
+    for case in range(PARAMS["cases"]):
+        text, positive = fresh(rng, PARAMS["level"])
+        path = os.path.join(work, f"p{case}.csv")
+        with open(path, "w") as handle:
+            handle.write(text)
+        for _, report, args in reports(PARAMS["level"], positive):
+            done = run_program([path, report, *args])
+            want = compute(text, report, *args)
+            assert done.returncode == 0, f"case {case} {report}: exit {done.returncode}"
+            assert done.stdout == want, (
+                f"case {case} `{report}` on\\n{text}\\nexpected:\\n{want}\\ngot:\\n{done.stdout}"
+            )
+"""
+
+
+@register
+class EvalMetrics(Family):
+    """Score a model's prediction file: confusion matrix, per-class precision/recall/F1,
+    summary JSON and ROC AUC as level grows (plus messy labels and missing truths); code
+    asks for a metrics program fuzzed against an oracle."""
+
+    name = "data_science.eval_metrics"
+    domain = "data_science"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        labels = sorted(
+            rng.sample(["spam", "ham", "promo", "social", "update", "fraud"], 2 + level // 2)
+        )
+        positive = labels[0]
+        lines_ = ["id,truth,pred" + (",score" if level >= 4 else "")]
+        for i in range(30 + 50 * level):
+            truth = rng.choice(labels)
+            pred = truth if rng.random() < 0.75 else rng.choice(labels)
+            shown = truth
+            if level >= 3 and rng.random() < 0.15:
+                shown = " " + truth.upper() if rng.random() < 0.5 else truth.capitalize() + " "
+            if level >= 4 and rng.random() < 0.04:
+                shown = ""
+            cells = [str(i + 1), shown, pred]
+            if level >= 4:
+                base = 0.65 if truth == positive else 0.35
+                cells.append(f"{min(1.0, max(0.0, rng.gauss(base, 0.2))):.2f}")
+            lines_.append(",".join(cells))
+        data = "\n".join(lines_) + "\n"
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        fuzz = ctx.verifier_kind == "fuzz_equivalence"
+        deliver = [
+            "`/app/out/confusion.csv`: header `truth,<label>,...` with every label that occurs "
+            "(as truth or prediction) in byte order, then one row per true label in the same "
+            "order holding the counts per predicted label"
+        ]
+        if level >= 2:
+            deliver.append(
+                "`/app/out/per_class.csv`: header `label,precision,recall,f1,support`, one row "
+                "per label in the same order; precision, recall and F1 with exactly 4 decimals "
+                "(0 when undefined), support = number of rows with that true label"
+            )
+        if level >= 3:
+            deliver.append(
+                '`/app/out/summary.json`: one line `{"accuracy": A, "macro_f1": F, '
+                '"rows": N}` with A and F written with 4 decimals (F = unweighted mean of '
+                "the unrounded per-class F1) and N the number of rows evaluated"
+            )
+        if level >= 4:
+            deliver.append(
+                f"`/app/out/auc.txt`: the ROC AUC of the `score` column for the positive class "
+                f"`{positive}` (every other class is negative; tied scores count one half), "
+                "4 decimals"
+            )
+        rules = []
+        if level >= 3:
+            rules.append(
+                "Labels are case-insensitive and may carry stray spaces: trim and "
+                "lower-case them first."
+            )
+        if level >= 4:
+            rules.append("Rows with an empty truth are not evaluated at all.")
+        text = (
+            "A model's predictions are in `/app/data/predictions.csv` (`id,truth,pred`"
+            + (",score" if level >= 4 else "")
+            + "). Compute the evaluation files:\n\n"
+            + numbered(deliver)
+        )
+        if rules:
+            text += "\n\n" + bullets(rules)
+        text += "\n\nEvery file ends with a newline."
+        program = program_path(ctx.language, "/app/metrics")
+        reports = [
+            "`<file> confusion`",
+            "`<file> per_class`",
+            "`<file> summary`",
+            "`<file> auc <positive_label>`",
+        ][:level]
+        if code:
+            text += "\n\n" + _code_note(
+                ctx,
+                program,
+                "given a predictions file and a report name it prints exactly the content of "
+                "the matching file above: " + ", ".join(reports) + ".",
+            )
+            if fuzz:
+                text += " I will compare it with a reference on many random prediction files."
+        lang = ctx.language if code else "bash"
+        source = program if code else "/tmp/metrics.sh"
+        body = {"python": _METRICS_PY, "bash": _METRICS_SH, "c": _METRICS_C}[lang]
+        lines = ["head -n 5 /app/data/predictions.csv", "mkdir -p /app/out"]
+        if level >= 3:
+            lines.insert(1, "cut -d, -f2 /app/data/predictions.csv | sort | uniq -c")
+        lines += _program_setup(lang, source, body, "/app/metrics")
+        run = _invoke(lang, source, "/app/metrics")
+        names = {
+            "confusion": "confusion.csv",
+            "per_class": "per_class.csv",
+            "summary": "summary.json",
+            "auc": "auc.txt",
+        }
+        for report in list(names)[:level]:
+            extra = f" {positive}" if report == "auc" else ""
+            lines.append(
+                f"{run} /app/data/predictions.csv {report}{extra} > /app/out/{names[report]}"
+            )
+        if level >= 4:
+            lines += [
+                "cat /app/out/summary.json /app/out/auc.txt",
+                "column -t -s, /app/out/per_class.csv || cat /app/out/per_class.csv",
+                "wc -l /app/out/*",
+                "cut -d, -f4 /app/data/predictions.csv | tail -n +2 | sort -n | head -n 3",
+                "awk -F, 'NR > 1 && $2 == \"\"' /app/data/predictions.csv | wc -l",
+            ]
+        params = {
+            "level": level,
+            "code": code,
+            "language": ctx.language,
+            "program": program,
+            "positive": positive,
+            "cases": (3 if not fuzz else 6) * level,
+        }
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests={"test_task.py": _tests(params, _METRICS_TESTS), "predictions.csv": data},
+            files={"data/predictions.csv": data},
+        )
+
+
+# --- family 3: statistics and blob counting on PNG slides -------------------------------
+
+_SLIDE_GEN = """
+def make_slide(rng, width, height, blobs):
+    seed = rng.randrange(1000)
+    pixels = [((x * 37 + y * 91 + (x * y) % 13 + seed) % 57,
+               (x * 11 + y * 53 + seed) % 49,
+               (x * 29 + y * 17 + (x + y) % 7 + seed) % 61)
+              for y in range(height) for x in range(width)]
+    for _ in range(blobs):
+        r = rng.randint(1, 4)
+        cx, cy = rng.randint(r, width - r - 1), rng.randint(r, height - r - 1)
+        color = (rng.randint(150, 255), rng.randint(150, 255), rng.randint(150, 255))
+        for y in range(cy - r, cy + r + 1):
+            for x in range(cx - r, cx + r + 1):
+                if (x - cx) ** 2 + (y - cy) ** 2 <= r * r + 1:
+                    pixels[y * width + x] = color
+    return pixels
+"""
+
+_slide_ns: dict = {}
+exec(_SLIDE_GEN, _slide_ns)
+
+_IMG_PY = """import struct
+import sys
+import zlib
+
+
+def decode(path):
+    data = open(path, "rb").read()
+    pos, idat = 8, b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * 3
+    prev, rows = bytearray(stride), []
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - 3] if i >= 3 else 0
+            up, corner = prev[i], prev[i - 3] if i >= 3 else 0
+            if f == 1:
+                line[i] = (line[i] + left) & 255
+            elif f == 2:
+                line[i] = (line[i] + up) & 255
+            elif f == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif f == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + pred) & 255
+        rows.append(line)
+        prev = line
+    return width, height, [[tuple(r[x * 3:x * 3 + 3]) for x in range(width)] for r in rows]
+
+
+def main():
+    path, mode, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    w, h, px = decode(path)
+    bright = [[sum(px[y][x]) >= limit for x in range(w)] for y in range(h)]
+    if mode == "stats":
+        count = sum(map(sum, bright))
+        print(f"width {w}")
+        print(f"height {h}")
+        print(f"bright {count}")
+        sums = [sum(px[y][x][c] for y in range(h) for x in range(w)) for c in range(3)]
+        print("mean_rgb " + " ".join(str(s // (w * h)) for s in sums))
+        pts = [(x, y) for y in range(h) for x in range(w) if bright[y][x]]
+        if pts:
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            print(f"bbox {min(xs)} {min(ys)} {max(xs)} {max(ys)}")
+        else:
+            print("bbox none")
+        return
+    print("blob,area,x,y")
+    seen, blob = set(), 0
+    for y in range(h):
+        for x in range(w):
+            if bright[y][x] and (x, y) not in seen:
+                blob += 1
+                stack, area = [(x, y)], 0
+                seen.add((x, y))
+                while stack:
+                    cx, cy = stack.pop()
+                    area += 1
+                    for nx, ny in ((cx + 1, cy), (cx - 1, cy), (cx, cy + 1), (cx, cy - 1)):
+                        if 0 <= nx < w and 0 <= ny < h and bright[ny][nx] and (nx, ny) not in seen:
+                            seen.add((nx, ny))
+                            stack.append((nx, ny))
+                print(f"{blob},{area},{x},{y}")
+
+
+main()
+"""
+
+_IMG_SH = r"""#!/bin/bash
+# Usage: imgstat.sh <png> stats|blobs <limit>. Handles single-IDAT, filter-0 RGB PNGs.
+set -euo pipefail
+png=$1
+mode=$2
+limit=$3
+u32() { od -An -tu1 -j "$1" -N4 "$png" | awk '{ print (($1 * 256 + $2) * 256 + $3) * 256 + $4 }'; }
+w=$(u32 16)
+h=$(u32 20)
+len=$(u32 33)
+{
+  printf '\037\213\010\000\000\000\000\000\000\003'
+  tail -c +42 "$png" | head -c "$len" | tail -c +3
+} | { gzip -dc 2>/dev/null || true; } | od -An -v -tu1 \
+  | awk -v w="$w" -v h="$h" -v limit="$limit" -v mode="$mode" '
+{
+  for (i = 1; i <= NF; i++) {
+    col = pos % (3 * w + 1); row = int(pos / (3 * w + 1)); pos++
+    if (col == 0) continue
+    x = int((col - 1) / 3); c = (col - 1) % 3
+    sum[c] += $i; acc[x, row] += $i
+  }
+}
+END {
+  n = 0
+  for (y = 0; y < h; y++) for (x = 0; x < w; x++) if (acc[x, y] >= limit) {
+    b[x, y] = 1; n++
+    if (n == 1 || x < x0) x0 = (n == 1 || x < x0) ? x : x0
+    if (n == 1) { y0 = y; x1 = x; y1 = y; x0 = x }
+    if (x > x1) x1 = x
+    if (x < x0) x0 = x
+    y1 = y
+  }
+  if (mode == "stats") {
+    print "width " w; print "height " h; print "bright " n
+    area = w * h
+    printf "mean_rgb %d %d %d\n", int(sum[0] / area), int(sum[1] / area), int(sum[2] / area)
+    if (n) print "bbox " x0 " " y0 " " x1 " " y1; else print "bbox none"
+    exit
+  }
+  print "blob,area,x,y"
+  id = 0
+  for (y = 0; y < h; y++) for (x = 0; x < w; x++) if (((x, y) in b) && !((x, y) in seen)) {
+    id++; top = 1; sx[1] = x; sy[1] = y; seen[x, y] = 1; area = 0
+    while (top > 0) {
+      cx = sx[top]; cy = sy[top]; top--; area++
+      for (d = 0; d < 4; d++) {
+        nx = cx + (d == 0) - (d == 1); ny = cy + (d == 2) - (d == 3)
+        if (((nx, ny) in b) && !((nx, ny) in seen)) {
+          seen[nx, ny] = 1; top++; sx[top] = nx; sy[top] = ny
+        }
+      }
+    }
+    print id "," area "," x "," y
+  }
+}'
+"""
+
+_IMG_TESTS = (
+    PNG_READER
+    + """
+
+def write_png(path, width, height, pixels):
+    import struct
+    import zlib
+
+    raw = b"".join(b"\\x00" + bytes(v for p in pixels[y * width:(y + 1) * width] for v in p)
+                   for y in range(height))
+
+    def chunk(kind, body):
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+
+    head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    with open(path, "wb") as handle:
+        handle.write(b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", head)
+                     + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+HERE = os.path.dirname(__file__)
+
+
+def expect(path, mode, limit, level):
+    w, h, flat = read_png(path)
+    px = [flat[y * w:(y + 1) * w] for y in range(h)]
+    bright = {(x, y) for y in range(h) for x in range(w) if sum(px[y][x]) >= limit}
+    if mode == "stats":
+        out = [f"width {w}", f"height {h}", f"bright {len(bright)}"]
+        if level >= 2 or PARAMS["full"]:
+            sums = [sum(p[c] for p in flat) for c in range(3)]
+            out.append("mean_rgb " + " ".join(str(s // (w * h)) for s in sums))
+            if bright:
+                xs, ys = [p[0] for p in bright], [p[1] for p in bright]
+                out.append(f"bbox {min(xs)} {min(ys)} {max(xs)} {max(ys)}")
+            else:
+                out.append("bbox none")
+        return "\\n".join(out) + "\\n"
+    out, seen = ["blob,area,x,y"], set()
+    for y in range(h):
+        for x in range(w):
+            if (x, y) in bright and (x, y) not in seen:
+                seen.add((x, y))
+                todo, area = [(x, y)], 0
+                while todo:
+                    cx, cy = todo.pop()
+                    area += 1
+                    for n in ((cx + 1, cy), (cx - 1, cy), (cx, cy + 1), (cx, cy - 1)):
+                        if n in bright and n not in seen:
+                            seen.add(n)
+                            todo.append(n)
+                out.append(f"{len(out)},{area},{x},{y}")
+    return "\\n".join(out) + "\\n"
+
+
+def check(path, want):
+    got = read(path)
+    assert got == want, f"{path} differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
+
+
+def test_outputs():
+    p = PARAMS
+    if p["level"] < 4:
+        src = os.path.join(HERE, "slide.png")
+        check("/app/out/stats.txt", expect(src, "stats", p["limit"], p["level"]))
+        if p["level"] >= 3:
+            check("/app/out/blobs.csv", expect(src, "blobs", p["limit"], p["level"]))
+        return
+    rows, busiest = [], None
+    for stem in p["stems"]:
+        blobs = expect(os.path.join(HERE, stem + ".png"), "blobs", p["limit"], 4)
+        check(f"/app/out/{stem}_blobs.csv", blobs)
+        areas = [int(line.split(",")[1]) for line in blobs.splitlines()[1:]]
+        stats = expect(os.path.join(HERE, stem + ".png"), "stats", p["limit"], 4)
+        bright = int(stats.splitlines()[2].split()[1])
+        rows.append((stem, bright, len(areas), max(areas, default=0)))
+        if busiest is None or len(areas) > busiest[1]:
+            busiest = (stem, len(areas))
+    want = "image,bright,blobs,largest\\n" + "".join("%s,%d,%d,%d\\n" % r for r in rows)
+    check("/app/out/summary.csv", want)
+    check("/app/out/busiest.txt", busiest[0] + "\\n")
+
+
+def test_program_on_fresh_images():
+    if not PARAMS["code"]:
+        return
+    rng = random.Random(555)
+    work = tempfile.mkdtemp()
+    for case in range(3):
+        w, h = rng.randint(12, 40), rng.randint(12, 40)
+        path = os.path.join(work, f"img{case}.png")
+        write_png(path, w, h, make_slide(rng, w, h, rng.randint(0, 6)))
+        modes = ["stats"] + (["blobs"] if PARAMS["level"] >= 3 else [])
+        for mode in modes:
+            done = run_program([path, mode, PARAMS["limit"]])
+            assert done.returncode == 0, f"{mode} failed: {done.stderr[-1500:]}"
+            want = expect(path, mode, PARAMS["limit"], max(PARAMS["level"], 2))
+            assert done.stdout == want, f"{mode} on {w}x{h}:\\n{want}\\ngot:\\n{done.stdout}"
+"""
+)
+
+
+@register
+class SlideStats(Family):
+    """Measure PNG microscope slides: size, bright-pixel count, mean colour, bounding box,
+    4-connected blobs, and a multi-image summary at level 4; code asks for a reusable
+    image-statistics program run on freshly drawn PNGs."""
+
+    name = "data_science.slide_stats"
+    domain = "data_science"
+    verifier_kinds = frozenset({"exact_text"})
+    fixture_kinds = frozenset({"image"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        limit = rng.choice([400, 420, 450, 480])
+        size = {1: (24, 32), 2: (28, 40), 3: (32, 48), 4: (24, 36)}[level]
+        stems = (
+            ["slide"] if level < 4 else sorted(rng.sample(["s01", "s02", "s03", "s04", "s05"], 3))
+        )
+        images = {}
+        for stem in stems:
+            w, h = rng.randint(*size), rng.randint(*size)
+            pixels = _slide_ns["make_slide"](rng, w, h, rng.randint(2, 4 + level))
+            images[stem] = png_bytes(w, h, pixels)
+        code = ctx.needs_code
+        bright = (
+            f"A pixel is *bright* when R+G+B >= {limit}; blobs are groups of bright pixels "
+            "connected through their 4 direct neighbours (not diagonals)."
+        )
+        stats_fmt = ["`width <W>`", "`height <H>`", "`bright <count of bright pixels>`"]
+        full = level >= 2 or code
+        if full:
+            stats_fmt += [
+                "`mean_rgb <R> <G> <B>` (per-channel mean over all pixels, rounded down)",
+                "`bbox <x0> <y0> <x1> <y1>` (inclusive bounding box of the "
+                "bright pixels, x to the right and y down from 0,0; `bbox none` if "
+                "there are none)",
+            ]
+        blobs_fmt = (
+            "header `blob,area,x,y`, one row per blob numbered from 1 in the order "
+            "their first pixel appears scanning rows top to bottom, left to right; "
+            "area in pixels and x,y of that first pixel"
+        )
+        if level < 4:
+            deliver = [
+                "`/app/out/stats.txt` with these lines in this order: " + ", ".join(stats_fmt)
+            ]
+            if level >= 3:
+                deliver.append("`/app/out/blobs.csv`: " + blobs_fmt)
+            text = "`/app/images/slide.png` is a microscope slide (8-bit RGB PNG). "
+        else:
+            deliver = [
+                "`/app/out/<name>_blobs.csv` for every image `<name>.png`: " + blobs_fmt,
+                "`/app/out/summary.csv`: header `image,bright,blobs,largest`, one row per image "
+                "(name without .png, sorted) with its bright-pixel count, blob count and the "
+                "area of its largest blob (0 if none)",
+                "`/app/out/busiest.txt`: the name of the image with the most blobs (first in "
+                "name order on ties)",
+            ]
+            text = (
+                "`/app/images/` holds microscope slides as 8-bit RGB PNGs ("
+                + ", ".join(f"`{s}.png`" for s in stems)
+                + "). "
+            )
+        text += bright + " I need:\n\n" + numbered(deliver) + "\n\nText files end with a newline."
+        text += " Only the Python standard library and numpy are installed (no imaging tools)."
+        program = program_path(ctx.language, "/app/imgstat")
+        if code:
+            usage = (
+                "`<png> stats <limit>` prints the five stats lines (width, height, bright, "
+                "mean_rgb, bbox) using R+G+B >= limit as bright"
+            )
+            if level >= 4:
+                usage += ", one per line: " + ", ".join(stats_fmt)
+            if level >= 3:
+                usage += "; `<png> blobs <limit>` prints the blobs table"
+            text += "\n\n" + _code_note(ctx, program, usage + ".")
+        lang = ctx.language if code else "bash"
+        source = program if code else "/tmp/imgstat.sh"
+        body = _IMG_PY if lang == "python" else _IMG_SH
+        lines = ["file /app/images/*.png", "mkdir -p /app/out"]
+        lines += _program_setup(lang, source, body, "")
+        run = _invoke(lang, source, "")
+        if level < 4:
+            keep = "" if full else " | head -n 3"
+            lines.append(f"{run} /app/images/slide.png stats {limit}{keep} > /app/out/stats.txt")
+            if level >= 3:
+                lines += [
+                    f"{run} /app/images/slide.png blobs {limit} > /app/out/blobs.csv",
+                    "cat /app/out/stats.txt",
+                    "tail -n +2 /app/out/blobs.csv | wc -l",
+                ]
+        else:
+            lines += ["echo image,bright,blobs,largest > /app/out/summary.csv"]
+            for stem in stems:
+                lines += [
+                    f"{run} /app/images/{stem}.png blobs {limit} > /app/out/{stem}_blobs.csv",
+                    f'b=$({run} /app/images/{stem}.png stats {limit} | awk \'$1 == "bright"'
+                    " { print $2 }')",
+                    f'awk -F, -v name={stem} -v b="$b" \'NR > 1 {{ n++; if ($2 > m) m = $2 }}'
+                    ' END { print name "," b "," n + 0 "," m + 0 }\''
+                    f" /app/out/{stem}_blobs.csv >> /app/out/summary.csv",
+                ]
+            lines += [
+                "tail -n +2 /app/out/summary.csv | sort -t, -k3,3nr -k1,1 | head -n 1"
+                " | cut -d, -f1 > /app/out/busiest.txt",
+                "cat /app/out/summary.csv /app/out/busiest.txt",
+            ]
+        params = {
+            "level": level,
+            "code": code,
+            "language": ctx.language,
+            "program": program,
+            "limit": limit,
+            "stems": stems,
+            "full": full,
+        }
+        tests = {"test_task.py": _tests(params, _SLIDE_GEN + _IMG_TESTS)}
+        tests.update({f"{s}.png": data for s, data in images.items()})
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests=tests,
+            files={f"images/{s}.png": data for s, data in images.items()},
+        )
+
+
+# --- family 4: leakage-free feature preparation ------------------------------------------
+
+_PREP_GEN = """
+SPANS = {"age": (18, 80), "income": (12, 250), "tenure": (0, 40), "visits": (0, 500)}
+
+
+def make_table(rng, level, n_rows, numeric, cities, holdout=False):
+    header = ["id"] + numeric + ["city"] + ([] if holdout else ["label"])
+    lines = [",".join(header)]
+    for i in range(n_rows):
+        cells = ["%s%04d" % ("h" if holdout else "r", i + 1)]
+        for col in numeric:
+            lo, hi = SPANS[col]
+            value = rng.randint(lo, hi) + (rng.randint(0, hi // 4) if holdout else 0)
+            cells.append("" if i > 0 and rng.random() < 0.12 else str(value))
+        cells.append(rng.choice(cities))
+        if not holdout:
+            cells.append("" if level >= 3 and i > 0 and rng.random() < 0.1 else rng.choice("01"))
+        lines.append(",".join(cells))
+    return "\\n".join(lines) + "\\n"
+"""
+
+_PREP_CORE = """
+def parse(text):
+    lines = [line.split(",") for line in text.splitlines() if line.strip()]
+    return lines[0], [dict(zip(lines[0], cells)) for cells in lines[1:]]
+
+
+def fit(text, level):
+    header, rows = parse(text)
+    if level >= 3:
+        rows = [r for r in rows if r["label"] != ""]
+    numeric = [c for c in header if c not in ("id", "city", "label")]
+    stats = {}
+    for col in numeric:
+        xs = [float(r[col]) for r in rows if r[col] != ""]
+        mean = sum(xs) / len(xs)
+        std = (sum((x - mean) ** 2 for x in xs) / len(xs)) ** 0.5
+        s, n = sorted(xs), len(xs)
+        median = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        stats[col] = (len(rows) - len(xs), median, mean, std)
+    cities = sorted({r["city"] for r in rows}) if level >= 3 else []
+    return numeric, stats, cities, rows
+
+
+def features(numeric, stats, cities, rows, with_label):
+    head = ["id"] + numeric + ["city=" + c for c in cities] + (["label"] if with_label else [])
+    out = [",".join(head)]
+    for r in rows:
+        cells = [r["id"]]
+        for col in numeric:
+            _, median, mean, std = stats[col]
+            x = float(r[col]) if r[col] != "" else median
+            cells.append("%.4f" % ((x - mean) / std if std else 0.0))
+        cells += ["1" if r["city"] == c else "0" for c in cities]
+        out.append(",".join(cells + ([r["label"]] if with_label else [])))
+    return "\\n".join(out) + "\\n"
+
+
+def prep(report, train, level, other=None):
+    numeric, stats, cities, rows = fit(train, level)
+    if report == "summary":
+        out = ["column,missing,median,mean,std"]
+        for col in numeric:
+            missing, median, mean, std = stats[col]
+            out.append("%s,%d,%.4f,%.4f,%.4f" % (col, missing, median, mean, std))
+        return "\\n".join(out) + "\\n"
+    if report == "features":
+        return features(numeric, stats, cities, rows, True)
+    _, others = parse(other)
+    if report == "apply":
+        return features(numeric, stats, cities, others, False)
+    if report == "drift":
+        out = ["column,train_mean,holdout_mean,shift"]
+        for col in numeric:
+            _, _, mean, std = stats[col]
+            xs = [float(r[col]) for r in others if r[col] != ""]
+            held = sum(xs) / len(xs)
+            shift = (held - mean) / std if std else 0.0
+            out.append("%s,%.4f,%.4f,%.4f" % (col, mean, held, shift))
+        return "\\n".join(out) + "\\n"
+    raise ValueError(report)
+"""
+
+_PREP_PY = (
+    "import sys\n\nLEVEL = __LEVEL__\n"
+    + _PREP_CORE
+    + """
+
+def main():
+    report, train_path = sys.argv[1], sys.argv[2]
+    with open(train_path) as handle:
+        train = handle.read()
+    other = None
+    if len(sys.argv) > 3:
+        with open(sys.argv[3]) as handle:
+            other = handle.read()
+    sys.stdout.write(prep(report, train, LEVEL, other))
+
+
+main()
+"""
+)
+
+_PREP_SH = r"""#!/bin/bash
+# prep.sh <summary|features|apply|drift> <train.csv> [<other.csv>]
+export LC_ALL=C
+level=__LEVEL__
+exec awk -F, -v report="$1" -v level="$level" '
+function f4(x) { return sprintf("%.4f", x) }
+function z(x, j) { return sd[j] ? f4((x - mu[j]) / sd[j]) : f4(0) }
+NR == FNR && FNR == 1 {
+  for (i = 1; i <= NF; i++) {
+    if ($i == "id") ic = i; else if ($i == "city") cc = i; else if ($i == "label") lc = i
+    else { nc++; num[nc] = i; name[nc] = $i }
+  }
+  next
+}
+NR == FNR {
+  if (NF < 2 || (level >= 3 && $lc == "")) next
+  n++; id[n] = $ic; lab[n] = $lc; city[n] = $cc; seen[$cc] = 1
+  for (j = 1; j <= nc; j++) {
+    v[n, j] = $num[j]
+    if ($num[j] != "") { k[j]++; sum[j] += $num[j]; xs[j, k[j]] = $num[j] + 0 }
+  }
+  next
+}
+FNR == 1 { for (i = 1; i <= NF; i++) oc[$i] = i; next }
+NF >= 2 {
+  m++; oid[m] = $oc["id"]; ocity[m] = $oc["city"]
+  for (j = 1; j <= nc; j++) {
+    ov[m, j] = $oc[name[j]]
+    if (ov[m, j] != "") { ok[j]++; osum[j] += ov[m, j] }
+  }
+}
+END {
+  for (j = 1; j <= nc; j++) {
+    mu[j] = sum[j] / k[j]; ss = 0
+    for (i = 1; i <= k[j]; i++) { d = xs[j, i] - mu[j]; ss += d * d }
+    sd[j] = sqrt(ss / k[j])
+    for (i = 2; i <= k[j]; i++) {
+      x = xs[j, i]; p = i - 1
+      while (p >= 1 && xs[j, p] > x) { xs[j, p + 1] = xs[j, p]; p-- }
+      xs[j, p + 1] = x
+    }
+    h = int(k[j] / 2)
+    med[j] = (k[j] % 2) ? xs[j, h + 1] : (xs[j, h] + xs[j, h + 1]) / 2
+  }
+  nct = 0
+  if (level >= 3) {
+    for (c in seen) {
+      nct++; p = nct
+      while (p > 1 && cl[p - 1] > c) { cl[p] = cl[p - 1]; p-- }
+      cl[p] = c
+    }
+  }
+  if (report == "summary") {
+    print "column,missing,median,mean,std"
+    for (j = 1; j <= nc; j++) print name[j] "," n - k[j] "," f4(med[j]) "," f4(mu[j]) "," f4(sd[j])
+  } else if (report == "features" || report == "apply") {
+    head = "id"
+    for (j = 1; j <= nc; j++) head = head "," name[j]
+    for (c = 1; c <= nct; c++) head = head ",city=" cl[c]
+    if (report == "features") { print head ",label"; rows = n } else { print head; rows = m }
+    for (r = 1; r <= rows; r++) {
+      line = (report == "features") ? id[r] : oid[r]
+      for (j = 1; j <= nc; j++) {
+        x = (report == "features") ? v[r, j] : ov[r, j]
+        line = line "," z(x == "" ? med[j] : x, j)
+      }
+      here = (report == "features") ? city[r] : ocity[r]
+      for (c = 1; c <= nct; c++) line = line "," (here == cl[c] ? 1 : 0)
+      print (report == "features") ? line "," lab[r] : line
+    }
+  } else if (report == "drift") {
+    print "column,train_mean,holdout_mean,shift"
+    for (j = 1; j <= nc; j++) {
+      held = osum[j] / ok[j]
+      print name[j] "," f4(mu[j]) "," f4(held) "," (sd[j] ? f4((held - mu[j]) / sd[j]) : f4(0))
+    }
+  } else { print "unknown report " report > "/dev/stderr"; exit 1 }
+}' "$2" ${3:+"$3"}
+"""
+
+_PREP_TESTS = """
+import re
+
+HERE = os.path.dirname(__file__)
+TOL = PARAMS["tolerance"]
+
+
+def compare(got, want, what):
+    got_rows = [line.split(",") for line in got.splitlines()]
+    want_rows = [line.split(",") for line in want.splitlines()]
+    assert got.endswith("\\n"), f"{what}: must end with a newline"
+    assert len(got_rows) == len(want_rows), f"{what}: {len(got_rows)} lines, want {len(want_rows)}"
+    assert got_rows[0] == want_rows[0], f"{what}: header {got_rows[0]}, want {want_rows[0]}"
+    for i, (g, w) in enumerate(zip(got_rows, want_rows)):
+        assert len(g) == len(w), f"{what} line {i + 1}: {len(g)} cells, want {len(w)}"
+        for a, b in zip(g, w):
+            if "." not in b:
+                assert a == b, f"{what} line {i + 1}: {a!r}, want {b!r}"
+                continue
+            if PARAMS["exact"]:
+                assert re.fullmatch(r"-?[0-9]+[.][0-9]{4}", a), f"{what} line {i + 1}: {a!r}"
+            try:
+                value = float(a)
+            except ValueError:
+                raise AssertionError(f"{what} line {i + 1}: {a!r} is not a number")
+            assert abs(value - float(b)) <= TOL, f"{what} line {i + 1}: {a}, want {b}"
+
+
+def pristine(name):
+    return read(os.path.join(HERE, name))
+
+
+def test_outputs():
+    train = pristine("train.csv")
+    holdout = pristine("holdout.csv") if PARAMS["level"] >= 4 else None
+    for report, path in PARAMS["outputs"].items():
+        compare(read(path), prep(report, train, PARAMS["level"], holdout), path)
+
+
+def test_program_on_fresh_tables():
+    if not PARAMS["code"]:
+        return
+    level = PARAMS["level"]
+    for seed in range(PARAMS["cases"]):
+        rng = random.Random(500 + seed)
+        numeric = rng.sample(sorted(SPANS), 2 + level // 2)
+        cities = rng.sample(["oslo", "rome", "kyiv", "lima", "pune", "baku"], rng.randint(2, 4))
+        folder = tempfile.mkdtemp()
+        train = make_table(rng, level, rng.randint(5, 60), numeric, cities)
+        holdout = make_table(rng, level, rng.randint(3, 20), numeric, cities + ["zug"], True)
+        for name, text in (("train.csv", train), ("holdout.csv", holdout)):
+            with open(os.path.join(folder, name), "w") as handle:
+                handle.write(text)
+        for report in PARAMS["outputs"]:
+            args = [report, os.path.join(folder, "train.csv")]
+            if report in ("apply", "drift"):
+                args.append(os.path.join(folder, "holdout.csv"))
+            done = run_program(args)
+            assert done.returncode == 0, f"{report}: exit {done.returncode} {done.stderr[-800:]}"
+            compare(done.stdout, prep(report, train, level, holdout), f"seed {seed} {report}")
+"""
+
+
+@register
+class FeaturePrep(Family):
+    """Prepare model features from a raw customer table without leakage: column summary,
+    median imputation + z-scaling, dropped unlabeled rows and one-hot cities (level 3),
+    then applying the train parameters to a holdout and a drift report (level 4)."""
+
+    name = "data_science.feature_prep"
+    domain = "data_science"
+    verifier_kinds = frozenset({"exact_text", "metric_threshold"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        numeric = rng.sample(sorted(_prep_ns["SPANS"]), 2 + level // 2)
+        cities = rng.sample(["oslo", "rome", "kyiv", "lima", "pune", "baku", "riga"], 3)
+        train = _prep_ns["make_table"](rng, level, 20 + 25 * level, numeric, cities)
+        files = {"data/train.csv": train}
+        tests_files = {"train.csv": train}
+        if level >= 4:
+            holdout = _prep_ns["make_table"](rng, level, 40, numeric, [*cities, "zug"], True)
+            files["data/holdout.csv"] = holdout
+            tests_files["holdout.csv"] = holdout
+        outputs = {"summary": "/app/out/summary.csv"}
+        if level >= 2:
+            outputs["features"] = "/app/out/train_features.csv"
+        if level >= 4:
+            outputs["apply"] = "/app/out/holdout_features.csv"
+            outputs["drift"] = "/app/out/drift.csv"
+        exact = ctx.verifier_kind != "metric_threshold"
+        code = ctx.needs_code
+        fmt = "written with exactly 4 decimals" if exact else "as decimals"
+        deliver = [
+            "`/app/out/summary.csv`: header `column,missing,median,mean,std`, one row per "
+            "numeric column in file order: the number of missing (empty) cells and the "
+            "median, mean and population standard deviation of the present values, " + fmt
+        ]
+        if level >= 2:
+            deliver.append(
+                "`/app/out/train_features.csv`: `id`, then every numeric column with missing "
+                "cells replaced by that column's median and then standardised as "
+                "(x − mean) / std using the summary's mean and std (0 when std is 0), "
+                + fmt
+                + (
+                    ", then one 0/1 column `city=<name>` per city (cities in byte order)"
+                    if level >= 3
+                    else ""
+                )
+                + ", then `label` unchanged; rows in input order"
+            )
+        if level >= 4:
+            deliver.append(
+                "`/app/out/holdout_features.csv`: the same transformation applied to "
+                "`/app/data/holdout.csv` (same columns, no `label`), using only parameters "
+                "learned from the training table — a city never seen in training gets all "
+                "zeros"
+            )
+            deliver.append(
+                "`/app/out/drift.csv`: header `column,train_mean,holdout_mean,shift`, one row "
+                "per numeric column: training mean, holdout mean (present values) and shift = "
+                "(holdout_mean − train_mean) / train_std (0 when std is 0), " + fmt
+            )
+        text = (
+            "Before we train the churn model I need the customer table "
+            "`/app/data/train.csv` prepared (`id`, numeric columns, `city`, `label`; every "
+            "column other than id, city and label is numeric; empty cells are missing). "
+            "Please produce:\n\n" + numbered(deliver)
+        )
+        if level >= 3:
+            text += (
+                "\n\nRows with an empty `label` are unusable: drop them before computing "
+                "anything (they are not counted in the summary either)."
+            )
+        if not exact:
+            text += "\n\nValues are checked to within 0.01."
+        text += "\n\nAll files are comma-separated with no spaces and end with a newline."
+        program = program_path(ctx.language, "/app/prep")
+        names = {"summary": "summary", "features": "features", "apply": "apply", "drift": "drift"}
+        if code:
+            usage = (
+                "`<report> <train.csv> [<other.csv>]` prints exactly one of the files above "
+                "for any table of this shape: "
+                + ", ".join(
+                    f"`{names[r]}`" + (" (other = the table to transform)" if r == "apply" else "")
+                    for r in outputs
+                )
+                + "."
+            )
+            text += "\n\n" + _code_note(ctx, program, usage)
+        lang = ctx.language if code else "bash"
+        source = program if code else "/tmp/prep.sh"
+        body = (_PREP_PY if lang == "python" else _PREP_SH).replace("__LEVEL__", str(level))
+        lines = ["head -n 5 /app/data/train.csv", "mkdir -p /app/out"]
+        if level >= 3:
+            lines += [
+                "awk -F, 'NR > 1 && $NF == \"\"' /app/data/train.csv | wc -l",
+                "cut -d, -f1 --complement /app/data/train.csv | tail -n +2 | grep -c ',,' || true",
+            ]
+        lines += _program_setup(lang, source, body, "")
+        run = _invoke(lang, source, "")
+        for report, path in outputs.items():
+            extra = " /app/data/holdout.csv" if report in ("apply", "drift") else ""
+            lines.append(f"{run} {report} /app/data/train.csv{extra} > {path}")
+        if level >= 4:
+            lines += [
+                "head -n 3 /app/data/holdout.csv",
+                "cat /app/out/summary.csv /app/out/drift.csv",
+                "head -n 3 /app/out/train_features.csv /app/out/holdout_features.csv",
+                "wc -l /app/data/*.csv /app/out/*.csv",
+            ]
+        params = {
+            "level": level,
+            "code": code,
+            "language": ctx.language,
+            "program": program,
+            "outputs": outputs,
+            "exact": exact,
+            "tolerance": 0.00011 if exact else 0.01,
+            "cases": 3 + level,
+        }
+        tests = {"test_task.py": _tests(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
+        tests.update(tests_files)
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests=tests,
+            files=files,
+        )
+
+
+_prep_ns: dict = {}
+exec(_PREP_GEN + _PREP_CORE, _prep_ns)

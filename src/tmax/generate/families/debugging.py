@@ -1,1 +1,1174 @@
 """Task families of the debugging domain."""
+
+from __future__ import annotations
+
+import json
+
+from tmax.generate.families._common import LANGUAGE_NAMES, bullets, numbered, program_path
+from tmax.generate.families.data_querying import (
+    _SERVER_PY,
+    _invoke,
+    _program_setup,
+    _tests,
+    _wait_port,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+# --- family 1: fix planted bugs in a ranking script -------------------------------------
+
+# Each program is a list of (correct line, buggy variant or None).
+_RANK_PY = [
+    ("import sys", None),
+    ("", None),
+    ("rows = []", None),
+    ("with open(sys.argv[1]) as handle:", None),
+    ("    lines = handle.read().splitlines()", None),
+    ("for i in range(1, len(lines)):", "for i in range(1, len(lines) - 1):"),
+    ("    if not lines[i].strip():", None),
+    ("        continue", None),
+    ('    name, score = lines[i].split(",")', None),
+    (
+        "    rows.append((name.strip(), int(score)))",
+        "    rows.append((name.strip(), abs(int(score))))",
+    ),
+    ("rows.sort(key=lambda r: (-r[1], r[0]))", "rows.sort(key=lambda r: r[1], reverse=True)"),
+    (
+        "for rank, (name, score) in enumerate(rows, 1):",
+        "for rank, (name, score) in enumerate(rows):",
+    ),
+    ("    print(rank, name, score)", None),
+    ('print("total", sum(s for _, s in rows))', 'print("total", sum(s for _, s in rows if s > 0))'),
+]
+
+_RANK_SH = [
+    ("#!/bin/bash", None),
+    ("# Rank the name,score rows of $1: highest score first, ties by name.", None),
+    ("export LC_ALL=C", None),
+    (
+        "tail -n +2 \"$1\" | grep -v '^[[:space:]]*$' \\",
+        "tail -n +3 \"$1\" | grep -v '^[[:space:]]*$' \\",
+    ),
+    ("  | sort -t, -k2,2nr -k1,1 \\", "  | sort -t, -k2,2nr -k1,1r \\"),
+    (
+        "  | awk -F, '{ print NR, $1, $2 + 0; total += $2 }",
+        "  | awk -F, '{ print NR - 1, $1, $2 + 0; total += $2 }",
+    ),
+    ('    END { print "total", total + 0 }\'', '    END { print "total", total + 1 }\''),
+]
+
+_RANK_C = [
+    ("#include <stdio.h>", None),
+    ("#include <stdlib.h>", None),
+    ("#include <string.h>", None),
+    ("", None),
+    ("struct row { char name[64]; long score; };", None),
+    ("static struct row rows[100000];", None),
+    ("", None),
+    ("static int cmp(const void *x, const void *y) {", None),
+    ("    const struct row *a = x, *b = y;", None),
+    (
+        "    if (a->score != b->score) return a->score < b->score ? 1 : -1;",
+        "    if (a->score != b->score) return a->score < b->score ? -1 : 1;",
+    ),
+    ("    return strcmp(a->name, b->name);", "    return strcmp(b->name, a->name);"),
+    ("}", None),
+    ("", None),
+    ("int main(int argc, char **argv) {", None),
+    ('    FILE *in = fopen(argv[1], "r");', None),
+    ("    char line[256];", None),
+    ("    int n = 0, first = 1;", None),
+    ("    long total = 0;", None),
+    ("    if (!in) return 1;", None),
+    ("    while (fgets(line, sizeof line, in)) {", None),
+    ("        char *comma = strchr(line, ',');", None),
+    ("        if (first) { first = 0; continue; }", None),
+    ("        if (!comma) continue;", None),
+    ("        *comma = 0;", None),
+    ("        strncpy(rows[n].name, line, 63);", None),
+    ("        rows[n].score = strtol(comma + 1, NULL, 10);", None),
+    ("        n++;", None),
+    ("    }", None),
+    ("    qsort(rows, n, sizeof rows[0], cmp);", None),
+    ("    for (int i = 0; i < n; i++) {", "    for (int i = 0; i < n - 1; i++) {"),
+    ('        printf("%d %s %ld\\n", i + 1, rows[i].name, rows[i].score);', None),
+    ("        total += rows[i].score;", None),
+    ("    }", None),
+    ('    printf("total %ld\\n", total);', None),
+    ("    return 0;", None),
+    ("}", None),
+]
+
+_RANK_TESTS = """
+HERE = os.path.dirname(__file__)
+
+
+def expect(text):
+    rows = []
+    for line in text.splitlines()[1:]:
+        if line.strip():
+            name, score = line.split(",")
+            rows.append((name.strip(), int(score)))
+    rows.sort(key=lambda r: (-r[1], r[0]))
+    out = "".join(f"{i} {n} {s}\\n" for i, (n, s) in enumerate(rows, 1))
+    return out + f"total {sum(s for _, s in rows)}\\n"
+
+
+def test_report_file():
+    want, got = expect(read(os.path.join(HERE, "scores.csv"))), read("/app/out/ranking.txt")
+    assert got == want, f"/app/out/ranking.txt differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
+
+
+def test_bug_lines():
+    if PARAMS["level"] < 4:
+        return
+    got = read("/app/out/bugs.txt").split()
+    assert got == [str(n) for n in PARAMS["bug_lines"]], f"bugs.txt: got {got}"
+
+
+def test_fixed_program_on_fresh_inputs():
+    rng = random.Random(31337)
+    work = tempfile.mkdtemp()
+    names = ["ana", "bo", "cy", "dan", "eve", "fil", "gus", "hu", "ida", "jon", "kai", "li"]
+    for case in range(PARAMS["cases"]):
+        rows = [(rng.choice(names) + str(rng.randint(1, 9)), rng.randint(-20, 40))
+                for _ in range(rng.randint(1, 25))]
+        if len(rows) > 2:
+            rows.append((rows[0][0][:-1] + "0", rows[0][1]))
+        text = "name,score\\n" + "".join(f"{n},{s}\\n" for n, s in rows)
+        path = os.path.join(work, f"s{case}.csv")
+        with open(path, "w") as handle:
+            handle.write(text)
+        done = run_program([path])
+        want = expect(text)
+        assert done.returncode == 0, f"case {case}: exit {done.returncode} {done.stderr[-500:]}"
+        assert done.stdout == want, f"case {case}:\\n{text}\\nwant:\\n{want}\\ngot:\\n{done.stdout}"
+"""
+
+
+@register
+class FixRanking(Family):
+    """Repair a leaderboard script with planted bugs (loop bounds, tie order, sign, rank
+    base, totals) in the task's language; more bugs with level, plus a bug-line report at
+    level 4. The fixed program is run on fresh (fuzzed) inputs."""
+
+    name = "debugging.fix_ranking"
+    domain = "debugging"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        lang = ctx.language
+        template = {"python": _RANK_PY, "bash": _RANK_SH, "c": _RANK_C}[lang]
+        candidates = [i for i, (_, bug) in enumerate(template) if bug is not None]
+        chosen = sorted(
+            rng.sample(candidates, min(len(candidates), {1: 1, 2: 2, 3: 3, 4: 3}[level]))
+        )
+        buggy = [bug if i in chosen else good for i, (good, bug) in enumerate(template)]
+        fixed = [good for good, _ in template]
+        program = program_path(lang, "/app/rank")
+        names = ["zed", "amy", "bob", "cat", "dov", "eli", "fay", "gil", "hal", "ivo", "jan"]
+        rows = []
+        for _ in range(5 + 4 * level):
+            rows.append((rng.choice(names) + str(rng.randint(1, 99)), rng.randint(-10, 60)))
+        tie = rows[rng.randrange(len(rows))]
+        rows.append(("aa" + tie[0], tie[1]))
+        rows.append(("zz" + tie[0], tie[1]))
+        rng.shuffle(rows)
+        scores = "name,score\n" + "".join(f"{n},{s}\n" for n, s in rows)
+        run = {"python": f"python3 {program}", "bash": f"bash {program}", "c": "/tmp/rank"}[lang]
+        spec = (
+            "It should print one line `<rank> <name> <score>` per data row (rank from 1), "
+            "highest score first and ties in byte order of the name, then a last line "
+            "`total <sum of all scores>`."
+        )
+        text = (
+            f"`{program}` is our leaderboard tool ({LANGUAGE_NAMES[lang]}); it takes a "
+            f"`name,score` CSV (with a header) as its only argument. {spec} It gives wrong "
+            "results. Fix it in place (keep it a "
+            f"{LANGUAGE_NAMES[lang]} program at that path"
+            + (", built with `gcc -O2 -std=c11`" if lang == "c" else "")
+            + ") and write its corrected output for `/app/data/scores.csv` to "
+            "`/app/out/ranking.txt`."
+        )
+        if level >= 2:
+            text += " Scores can be negative. There may be more than one problem."
+        if level >= 3:
+            text += " Change only the faulty lines; I will run the tool on many other files."
+        if level >= 4:
+            text += (
+                " Also write `/app/out/bugs.txt`: the 1-based line numbers (in the file as you "
+                "found it) of every line you had to change, ascending, one per line."
+            )
+        if ctx.verifier_kind == "fuzz_equivalence":
+            text += " Your fixed tool will be compared with a reference on random inputs."
+        lines = [f"cat -n {program}", f"cp {program} /tmp/rank.orig"]
+        if lang == "c":
+            lines.append(
+                f"gcc -O2 -std=c11 -o /tmp/rank {program} && /tmp/rank /app/data/scores.csv || true"
+            )
+        else:
+            lines.append(f"{run} /app/data/scores.csv || true")
+        if level >= 2:
+            lines.append("printf 'name,score\\nb,1\\na,1\\nc,-2\\n' > /tmp/tiny.csv")
+        lines += [f"cat > {program} <<'FIXED_EOF'", "\n".join(fixed), "FIXED_EOF"]
+        if lang == "c":
+            lines.append(f"gcc -O2 -std=c11 -o /tmp/rank {program}")
+        if level >= 2:
+            lines.append(f"{run} /tmp/tiny.csv")
+        lines += ["mkdir -p /app/out", f"{run} /app/data/scores.csv > /app/out/ranking.txt"]
+        if level >= 3:
+            lines.append(f"diff /tmp/rank.orig {program} || true")
+        if level >= 4:
+            lines += [
+                f"diff /tmp/rank.orig {program} | grep -E '^[0-9]+(,[0-9]+)?c' | cut -dc -f1"
+                " > /tmp/changed.txt || true",
+                "printf '%s\\n' " + " ".join(str(i + 1) for i in chosen) + " > /app/out/bugs.txt",
+                "cat /tmp/changed.txt /app/out/bugs.txt",
+                "cat /app/out/ranking.txt",
+            ]
+        fuzz = ctx.verifier_kind == "fuzz_equivalence"
+        params = {
+            "level": level,
+            "language": lang,
+            "program": program,
+            "bug_lines": [i + 1 for i in chosen],
+            "cases": (6 if fuzz else 2) * level,
+        }
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests={"test_task.py": _tests(params, _RANK_TESTS), "scores.csv": scores},
+            files={
+                "rank" + program[len("/app/rank") :]: "\n".join(buggy) + "\n",
+                "data/scores.csv": scores,
+            },
+        )
+
+
+# --- family 2: triage a stripped binary's crashes ----------------------------------------
+
+_CALC_C = r"""#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long table[__TABLE__] = {__VALUES__};
+
+int main(void) {
+    char line[512], op[32];
+    long a, b;
+    int n = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    while (fgets(line, sizeof line, stdin)) {
+        n++;
+        if (line[0] == '#' || line[0] == '\n') {
+            printf("line %d: skip\n", n);
+            continue;
+        }
+        int got = sscanf(line, "%31s %ld %ld", op, &a, &b);
+        if (got >= 3 && strcmp(op, "__ADD__") == 0) {
+            printf("line %d: %ld\n", n, a + b);
+        } else if (got >= 3 && strcmp(op, "__DIV__") == 0) {
+            volatile long num = a, den = b;
+            printf("line %d: %ld\n", n, num / den);
+        } else if (got >= 2 && strcmp(op, "__GET__") == 0) {
+            if (a < 0 || a >= __TABLE__ + __SLACK__) raise(SIGSEGV);
+            printf("line %d: %ld\n", n, a < __TABLE__ ? table[a] : 0L);
+        } else {
+            fprintf(stderr, "bad instruction at line %d\n", n);
+            return __BADEXIT__;
+        }
+    }
+    return 0;
+}
+"""
+
+_TRIAGE_PY = """import os
+import signal
+import subprocess
+import sys
+
+
+def run(path):
+    with open(path, "rb") as handle:
+        done = subprocess.run(["/app/bin/calc"], stdin=handle, capture_output=True)
+    lines = done.stdout.decode().count("\\n")
+    if done.returncode < 0:
+        return "signal:" + signal.Signals(-done.returncode).name, lines + 1
+    if done.returncode > 0:
+        return f"exit:{done.returncode}", lines + 1
+    return "ok", 0
+
+
+def main():
+    folder = sys.argv[1]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "status"
+    print("file,status" if mode == "status" else "file,line")
+    for name in sorted(os.listdir(folder)):
+        status, line = run(os.path.join(folder, name))
+        if mode == "status":
+            print(f"{name},{status}")
+        elif status != "ok":
+            print(f"{name},{line}")
+
+
+main()
+"""
+
+_TRIAGE_SH = r"""#!/bin/bash
+# Usage: triage.sh <dir> [status|first]
+export LC_ALL=C
+dir=$1
+mode=${2:-status}
+if [ "$mode" = status ]; then echo "file,status"; else echo "file,line"; fi
+for path in "$dir"/*; do
+  name=$(basename "$path")
+  set +e
+  out=$(/app/bin/calc < "$path" 2>/dev/null)
+  rc=$?
+  set -e
+  if [ -z "$out" ]; then lines=0; else lines=$(printf '%s\n' "$out" | wc -l); fi
+  if [ "$rc" -gt 128 ]; then status="signal:SIG$(kill -l $((rc - 128)))"
+  elif [ "$rc" -gt 0 ]; then status="exit:$rc"
+  else status=ok; fi
+  if [ "$mode" = status ]; then echo "$name,$status"
+  elif [ "$status" != ok ]; then echo "$name,$((lines + 1))"; fi
+done
+"""
+
+_PROBE_TESTS = '''
+import signal
+
+HERE = os.path.dirname(__file__)
+
+
+def model(text):
+    """What the calculator does with an input: (status, failing line)."""
+    ops = PARAMS["ops"]
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#") or line == "":
+            continue
+        parts = line.split()
+        try:
+            nums = [int(p) for p in parts[1:3]]
+        except ValueError:
+            nums = []
+        if parts and parts[0] == ops["add"] and len(nums) == 2:
+            continue
+        if parts and parts[0] == ops["div"] and len(nums) == 2:
+            if nums[1] == 0:
+                return "signal:SIGFPE", n
+            continue
+        if parts and parts[0] == ops["get"] and len(nums) >= 1:
+            if nums[0] < 0 or nums[0] >= PARAMS["limit"]:
+                return "signal:SIGSEGV", n
+            continue
+        return "exit:%d" % PARAMS["badexit"], n
+    return "ok", 0
+
+
+def expect(files, mode):
+    out = ["file,status" if mode == "status" else "file,line"]
+    for name in sorted(files):
+        status, line = model(files[name])
+        if mode == "status":
+            out.append(f"{name},{status}")
+        elif status != "ok":
+            out.append(f"{name},{line}")
+    return "\\n".join(out) + "\\n"
+
+
+def pristine():
+    data = json.loads(read(os.path.join(HERE, "inputs.json")))
+    return data
+
+
+def check(path, want):
+    got = read(path)
+    assert got == want, f"{path} differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
+
+
+def test_reports():
+    files = pristine()
+    check("/app/out/status.csv", expect(files, "status"))
+    if PARAMS["level"] >= 3:
+        check("/app/out/first_bad.csv", expect(files, "first"))
+
+
+def test_reproducers():
+    if PARAMS["level"] < 4:
+        return
+    for sig in ("FPE", "SEGV"):
+        path = f"/app/out/repro_{sig.lower()}.txt"
+        text = read(path)
+        assert text.count("\\n") <= 1, f"{path} must be a single line"
+        with open(path, "rb") as handle:
+            done = subprocess.run(["/app/bin/calc"], stdin=handle, capture_output=True)
+        assert done.returncode == -getattr(signal, "SIG" + sig), f"{path}: exit {done.returncode}"
+    counts = json.loads(read("/app/out/counts.json"))
+    statuses = [model(t)[0] for t in pristine().values()]
+    want = {
+        "ok": statuses.count("ok"),
+        "exit": sum(s.startswith("exit") for s in statuses),
+        "signal": sum(s.startswith("signal") for s in statuses),
+    }
+    assert counts == want, f"counts.json: expected {want}, got {counts}"
+
+
+def test_triage_program():
+    if not PARAMS["code"]:
+        return
+    rng = random.Random(808)
+    work = tempfile.mkdtemp()
+    files = {}
+    ops = PARAMS["ops"]
+    for i in range(8):
+        lines = []
+        for _ in range(rng.randint(1, 8)):
+            kind = rng.random()
+            if kind < 0.3:
+                lines.append(f"{ops['add']} {rng.randint(-9, 9)} {rng.randint(-9, 9)}")
+            elif kind < 0.55:
+                den = rng.choice([0, 1, 2, 3, 5, 7])
+                lines.append(f"{ops['div']} {rng.randint(-50, 50)} {den}")
+            elif kind < 0.8:
+                lines.append(f"{ops['get']} {rng.randint(-2, PARAMS['limit'] + 2)}")
+            elif kind < 0.9:
+                lines.append("# note")
+            else:
+                lines.append(rng.choice(["nop", "mul 2 3", "halt"]))
+        files[f"case{i:02d}.txt"] = "\\n".join(lines) + "\\n"
+    for name, text in files.items():
+        with open(os.path.join(work, name), "w") as handle:
+            handle.write(text)
+    modes = ["status"] + (["first"] if PARAMS["level"] >= 3 else [])
+    for mode in modes:
+        done = run_program([work] + ([] if mode == "status" else ["first"]))
+        assert done.returncode == 0, f"program failed: {done.stderr[-1500:]}"
+        want = expect(files, mode)
+        assert done.stdout == want, f"{mode}: expected\\n{want}got\\n{done.stdout}\\nfiles {files}"
+'''
+
+
+@register
+class CrashTriage(Family):
+    """Probe a stripped calculator binary to classify which input files crash it (signal or
+    exit code), find the first bad line, and craft single-line reproducers as level grows;
+    code asks for a reusable triage program run on fresh inputs."""
+
+    name = "debugging.crash_triage"
+    domain = "debugging"
+    verifier_kinds = frozenset({"exact_text"})
+    fixture_kinds = frozenset({"stripped_binary"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        ops = dict(
+            zip(
+                ["add", "div", "get"],
+                ctx.pick(
+                    [("add", "div", "get"), ("plus", "quot", "load"), ("sum", "ratio", "peek")]
+                ),
+                strict=True,
+            )
+        )
+        size = rng.randint(4, 9)
+        slack = rng.randint(0, 3)
+        limit = size + slack
+        badexit = rng.choice([2, 3, 4, 7])
+        source = (
+            _CALC_C.replace("__TABLE__", str(size))
+            .replace("__SLACK__", str(slack))
+            .replace("__VALUES__", ", ".join(str(rng.randint(1, 99)) for _ in range(size)))
+            .replace("__ADD__", ops["add"])
+            .replace("__DIV__", ops["div"])
+            .replace("__GET__", ops["get"])
+            .replace("__BADEXIT__", str(badexit))
+        )
+        files = {}
+        kinds = ["ok", "fpe", "segv", "bad"]
+        for i in range(2 + 2 * level):
+            kind = kinds[i % 4] if i < 4 else rng.choice(kinds)
+            lines = []
+            for _ in range(rng.randint(2, 3 + 2 * level)):
+                r = rng.random()
+                if r < 0.4:
+                    lines.append(f"{ops['add']} {rng.randint(-99, 99)} {rng.randint(-99, 99)}")
+                elif r < 0.7:
+                    lines.append(f"{ops['div']} {rng.randint(-99, 99)} {rng.randint(1, 9)}")
+                elif r < 0.9:
+                    lines.append(f"{ops['get']} {rng.randint(0, limit - 1)}")
+                else:
+                    lines.append("# checkpoint")
+            at = rng.randint(1, len(lines))
+            trigger = {
+                "ok": None,
+                "fpe": f"{ops['div']} {rng.randint(1, 99)} 0",
+                "segv": f"{ops['get']} {rng.choice([limit + rng.randint(0, 5), -1])}",
+                "bad": rng.choice(["mul 3 4", "halt", f"{ops['add']}"]),
+            }[kind]
+            if trigger:
+                lines.insert(at, trigger)
+            files[f"job_{i + 1:02d}.txt"] = "\n".join(lines) + "\n"
+        code = ctx.needs_code
+        deliver = [
+            "`/app/out/status.csv`: header `file,status`, one row per input file (file name "
+            "only, sorted) where status is `ok` (exit 0), `exit:<code>` for a non-zero exit, "
+            "or `signal:<NAME>` (e.g. `signal:SIGABRT`) when a signal killed it"
+        ]
+        if level >= 3:
+            deliver.append(
+                "`/app/out/first_bad.csv`: header `file,line`, for every file that is not `ok` "
+                "(sorted) the 1-based number of the input line that made it fail"
+            )
+        if level >= 4:
+            deliver += [
+                "`/app/out/repro_fpe.txt` and `/app/out/repro_segv.txt`: single-line inputs "
+                "that make the binary die of SIGFPE and SIGSEGV respectively",
+                '`/app/out/counts.json`: `{"ok": n, "exit": n, "signal": n}` counted '
+                "over the status report",
+            ]
+        text = (
+            "`/app/bin/calc` is a stripped binary from a vendor (no source, no symbols). It "
+            "reads a small instruction file on stdin. Some of our job files in `/app/inputs/` "
+            "make it crash or fail. Run each job file through it (stdin) and report:\n\n"
+            + numbered(deliver)
+        )
+        if level >= 2:
+            text += "\n\nDo not modify the binary or the inputs. Text files end with a newline."
+        program = program_path(ctx.language, "/app/triage")
+        if code:
+            usage = "`<dir>` prints the status table for every file in `<dir>`"
+            if level >= 3:
+                usage += "; `<dir> first` prints the first-bad-line table"
+            text += (
+                f"\n\nWrite this as a reusable {LANGUAGE_NAMES[ctx.language]} program at "
+                f"`{program}`: {usage}, running `/app/bin/calc` on each file. I will run it on "
+                "other job folders."
+            )
+        lang = ctx.language if code else "bash"
+        src = program if code else "/tmp/triage.sh"
+        body = _TRIAGE_PY if lang == "python" else _TRIAGE_SH
+        lines = ["file /app/bin/calc", "ls /app/inputs", "mkdir -p /app/out"]
+        if level >= 2:
+            lines.append("head -n 3 /app/inputs/job_01.txt")
+        if level >= 3:
+            lines += [
+                '/app/bin/calc < /app/inputs/job_02.txt || echo "rc=$?"',
+                "strings /app/bin/calc | head -n 20 || true",
+            ]
+        lines += _program_setup(lang, src, body, "")
+        run = _invoke(lang, src, "")
+        lines.append(f"{run} /app/inputs > /app/out/status.csv")
+        if level >= 3:
+            lines.append(f"{run} /app/inputs first > /app/out/first_bad.csv")
+        if level >= 4:
+            lines += [
+                f"echo '{ops['div']} 1 0' > /app/out/repro_fpe.txt",
+                f"echo '{ops['get']} 100000' > /app/out/repro_segv.txt",
+                '/app/bin/calc < /app/out/repro_fpe.txt || echo "rc=$?"',
+                '/app/bin/calc < /app/out/repro_segv.txt || echo "rc=$?"',
+                "ok=$(grep -c ',ok$' /app/out/status.csv || true)",
+                "ex=$(grep -c ',exit:' /app/out/status.csv || true)",
+                "sg=$(grep -c ',signal:' /app/out/status.csv || true)",
+                'printf \'{"ok": %d, "exit": %d, "signal": %d}\\n\' "$ok" "$ex" "$sg"'
+                " > /app/out/counts.json",
+                "cat /app/out/status.csv /app/out/counts.json",
+            ]
+        params = {
+            "level": level,
+            "code": code,
+            "language": ctx.language,
+            "program": program,
+            "ops": ops,
+            "limit": limit,
+            "badexit": badexit,
+        }
+        app = {f"inputs/{name}": body_ for name, body_ in files.items()}
+        app["src/calc.c"] = source
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests={"test_task.py": _tests(params, _PROBE_TESTS), "inputs.json": json.dumps(files)},
+            files=app,
+            dockerfile_steps=(
+                "RUN mkdir -p /app/bin && gcc -O2 -s -o /app/bin/calc /app/src/calc.c"
+                " && rm -rf /app/src",
+            ),
+        )
+
+
+# --- family 3: a record validator that lets bad records through -------------------------
+
+_LEGACY_PY = """import sys
+
+# Legacy account-record checker. Known to let broken records through.
+for line in sys.stdin:
+    fields = line.rstrip("\\n").split(":")
+    ok = len(fields) >= 4
+    if ok:
+        name, uid, email, shell = fields[:4]
+        ok = name[:1].isalpha() and uid.isdigit() and int(uid) >= 1000 and "@" in email
+        ok = ok and shell.startswith("/")
+    print("VALID" if ok else "INVALID")
+"""
+
+_VALID_PY = """import re
+import sys
+
+LEVEL = __LEVEL__
+SHELLS = {"/bin/bash", "/bin/sh", "/usr/sbin/nologin"}
+RESERVED = {"root", "admin", "daemon", "nobody"}
+
+
+def valid(line):
+    fields = line.split(":")
+    if len(fields) != 4:
+        return False
+    name, uid, email, shell = fields
+    if not re.fullmatch(r"[a-z][a-z0-9_]{2,15}", name):
+        return False
+    if not re.fullmatch(r"[1-9][0-9]*", uid) or not 1000 <= int(uid) <= 60000:
+        return False
+    if LEVEL >= 2:
+        local, at, domain = email.partition("@")
+        if not at or not local or "@" in domain or "." not in domain:
+            return False
+        if any(part == "" for part in domain.split(".")):
+            return False
+        if not re.fullmatch(r"[A-Za-z0-9._+-]+", local + domain):
+            return False
+    if LEVEL >= 3 and shell not in SHELLS:
+        return False
+    if LEVEL >= 4 and (name in RESERVED or len(line) > 80):
+        return False
+    return True
+
+
+bad = 0
+for raw in sys.stdin:
+    record = raw.rstrip("\\n")
+    result = valid(record)
+    bad += not result
+    print("VALID" if result else "INVALID", flush=True)
+sys.exit(1 if bad else 0)
+"""
+
+_VALID_SH = r"""#!/bin/bash
+LEVEL=__LEVEL__
+check() {
+  local line=$1 name uid email shell extra local_part domain
+  [[ $line == *:*:*:* ]] || return 1
+  IFS=: read -r name uid email shell extra <<< "$line"
+  [[ $(tr -cd ':' <<< "$line" | wc -c) -eq 3 ]] || return 1
+  [[ $name =~ ^[a-z][a-z0-9_]{2,15}$ ]] || return 1
+  [[ $uid =~ ^[1-9][0-9]*$ ]] || return 1
+  [ "${#uid}" -le 5 ] && [ "$uid" -ge 1000 ] && [ "$uid" -le 60000 ] || return 1
+  if [ "$LEVEL" -ge 2 ]; then
+    [[ $email =~ ^[A-Za-z0-9._+-]+@[A-Za-z0-9.-]+$ ]] || return 1
+    domain=${email#*@}
+    [[ $domain == *.* && $domain != .* && $domain != *. && $domain != *..* ]] || return 1
+  fi
+  if [ "$LEVEL" -ge 3 ]; then
+    case $shell in /bin/bash|/bin/sh|/usr/sbin/nologin) ;; *) return 1 ;; esac
+  fi
+  if [ "$LEVEL" -ge 4 ]; then
+    case $name in root|admin|daemon|nobody) return 1 ;; esac
+    [ "${#line}" -le 80 ] || return 1
+  fi
+  return 0
+}
+bad=0
+while IFS= read -r record || [ -n "$record" ]; do
+  if check "$record"; then echo VALID; else echo INVALID; bad=1; fi
+done
+exit $bad
+"""
+
+_VALID_TESTS = """
+def corpus(level):
+    clean = ["alice:1000:alice@example.com:/bin/bash", "bob_2:60000:b.o+b@mail.example.org:/bin/sh",
+             "carol:4242:c@x.io:/usr/sbin/nologin", "d_d:1234:dd@a-b.example:/bin/bash",
+             "eve99:59999:EVE@Example.COM:/bin/sh", "frank_the_third:2000:f@f.fr:/bin/bash"]
+    evil = ["alice:1000:alice@example.com", "alice:1000:alice@example.com:/bin/bash:x",
+            "Alice:1000:a@example.com:/bin/bash", "al:1000:a@example.com:/bin/bash",
+            "a" * 17 + ":1000:a@example.com:/bin/bash", "9lives:1000:a@example.com:/bin/bash",
+            "al-ice:1000:a@example.com:/bin/bash", "alice:0999:a@example.com:/bin/bash",
+            "alice:999:a@example.com:/bin/bash", "alice:60001:a@example.com:/bin/bash",
+            "alice:1000x:a@example.com:/bin/bash", "alice::a@example.com:/bin/bash",
+            "alice:+1000:a@example.com:/bin/bash", "alice: 1000:a@example.com:/bin/bash", ""]
+    if level >= 2:
+        evil += ["alice:1000:a@b:/bin/bash", "alice:1000:@example.com:/bin/bash",
+                 "alice:1000:a@@example.com:/bin/bash", "alice:1000:a@example..com:/bin/bash",
+                 "alice:1000:a@.example.com:/bin/bash", "alice:1000:a@example.com.:/bin/bash",
+                 "alice:1000:a b@example.com:/bin/bash", "alice:1000:aexample.com:/bin/bash"]
+    if level >= 3:
+        evil += ["alice:1000:a@example.com:/bin/bash2", "alice:1000:a@example.com:",
+                 "alice:1000:a@example.com:/bin/zsh", "alice:1000:a@example.com:bash"]
+    if level >= 4:
+        evil += ["root:1000:a@example.com:/bin/bash", "admin:1001:a@example.com:/bin/sh",
+                 "alice:1000:" + "a" * 60 + "@example.com:/bin/bash"]
+    return clean, evil
+
+
+def test_validator_corpus():
+    clean, evil = corpus(PARAMS["level"])
+    for record in clean:
+        done = run_program([], stdin=record + "\\n")
+        assert done.stdout.split() == ["VALID"] and done.returncode == 0, (
+            f"clean record rejected: {record!r} -> {done.stdout!r} exit {done.returncode}")
+    for record in evil:
+        done = run_program([], stdin=record + "\\n")
+        assert done.stdout.split() == ["INVALID"] and done.returncode == 1, (
+            f"bad record accepted: {record!r} -> {done.stdout!r} exit {done.returncode}")
+    mixed = clean[:3] + evil[:3]
+    done = run_program([], stdin="\\n".join(mixed) + "\\n")
+    assert done.stdout.split() == ["VALID"] * 3 + ["INVALID"] * 3, f"batch: {done.stdout!r}"
+    assert done.returncode == 1, "a batch with a bad record must exit 1"
+
+
+def test_service():
+    if not PARAMS["service"]:
+        return
+    clean, evil = corpus(PARAMS["level"])
+    records = [r for r in clean + evil if r]
+    got = line_queries(PARAMS["port"], records)
+    want = ["VALID"] * len([r for r in clean if r]) + ["INVALID"] * len([r for r in evil if r])
+    assert got == want, f"service answers {list(zip(records, got))}"
+"""
+
+
+@register
+class FixValidator(Family):
+    """Replace a leaky legacy account-record validator with one that rejects a hidden
+    adversarial corpus and accepts clean records; level adds rules (email, shell, reserved
+    names, length); services ask for a validation service on a TCP port."""
+
+    name = "debugging.fix_validator"
+    domain = "debugging"
+    verifier_kinds = frozenset({"adversarial_corpus"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+    services = True
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        port = rng.randint(7100, 7899)
+        service = ctx.needs_service
+        program = program_path(ctx.language, "/app/validate")
+        rules = [
+            "exactly four `:`-separated fields `username:uid:email:shell`",
+            "username: 3 to 16 characters, a lowercase letter first, then lowercase letters, "
+            "digits or `_`",
+            "uid: a decimal integer from 1000 to 60000 written without sign, spaces or leading "
+            "zeros",
+        ]
+        if level >= 2:
+            rules.append(
+                "email: `local@domain` with exactly one `@`, a non-empty local part, "
+                "only letters, digits and `._+-` on both sides, and a domain of at "
+                "least two non-empty dot-separated labels"
+            )
+        if level >= 3:
+            rules.append("shell: exactly one of `/bin/bash`, `/bin/sh`, `/usr/sbin/nologin`")
+        if level >= 4:
+            rules += [
+                "username is not one of the reserved names root, admin, daemon, nobody",
+                "the whole record is at most 80 characters long",
+            ]
+        samples = [
+            f"{rng.choice(['ana', 'ben', 'cleo', 'dmitri'])}:{rng.randint(1000, 60000)}:"
+            f"user{rng.randint(1, 99)}@example.com:/bin/bash",
+            f"x:{rng.randint(1, 999)}:bad@:/bin/sh",
+        ]
+        text = (
+            "`/app/legacy_validate.py` checks account records before they are imported, but "
+            "broken records keep slipping through (see `/app/data/rejected_by_import.txt`, "
+            "records the importer later choked on). A record is valid only if it meets all "
+            "of these rules:\n\n" + bullets(rules) + "\n\n"
+            f"Write a correct replacement in {LANGUAGE_NAMES[ctx.language]} at `{program}`: it "
+            "reads records from stdin, one per line, prints `VALID` or `INVALID` for each, "
+            "and exits 0 if every record was valid and 1 otherwise. I will test it against a "
+            "corpus of good and malicious records that you don't get to see."
+        )
+        if ctx.language == "c":
+            text += " It is built with `gcc -O2 -std=c11`."
+        if service:
+            text += (
+                f"\n\nAlso leave a validation service running on 127.0.0.1 port {port}: a client "
+                "sends records as lines and gets `VALID` or `INVALID` back for each line, "
+                f"several per connection, decided by `{program}`."
+            )
+        body = (_VALID_PY if ctx.language == "python" else _VALID_SH).replace(
+            "__LEVEL__", str(level)
+        )
+        lines = ["cat /app/legacy_validate.py", "head /app/data/rejected_by_import.txt"][:level]
+        lines += _program_setup(ctx.language, program, body, "")
+        run = _invoke(ctx.language, program, "")
+        lines.append(f"{run} < /app/data/rejected_by_import.txt || true")
+        if level >= 3:
+            lines += [
+                f"printf '%s\\n' '{samples[0]}' | {run}",
+                f"printf '%s\\n' '{samples[1]}' | {run} || true",
+            ]
+        if level >= 4:
+            lines += [
+                f"printf 'root:1000:a@b.co:/bin/sh\\n' | {run} || true",
+                "wc -l /app/data/rejected_by_import.txt",
+                "grep -n 'ok' /app/legacy_validate.py",
+                "python3 /app/legacy_validate.py < /app/data/rejected_by_import.txt",
+                f"{run} < /app/data/rejected_by_import.txt | sort | uniq -c || true",
+                f"{run} < /app/data/rejected_by_import.txt | grep -c INVALID || true",
+            ]
+        if service:
+            server = (
+                _SERVER_PY.replace("__PROGRAM__", repr(run.split()))
+                .replace("__LINE_PORT__", str(port))
+                .replace("__HTTP_PORT__", "0")
+                .replace("__PREFIX__", '""')
+            )
+            lines += [
+                "cat > /app/server.py <<'SERVER_EOF'",
+                server.rstrip("\n"),
+                "SERVER_EOF",
+                "nohup python3 /app/server.py > /app/server.log 2>&1 &",
+                _wait_port(port),
+            ]
+        rejected = [
+            "zed:0777:zed@example.com:/bin/bash",
+            "Yan:1200:yan@example.com:/bin/sh",
+            "kim:1300:kim@example.com:/bin/bash:extra",
+        ][: 1 + level // 2]
+        if level >= 2:
+            rejected.append("lou:1400:lou@localhost:/bin/bash")
+        if level >= 3:
+            rejected.append("max:1500:max@example.com:/bin/fish")
+        params = {
+            "level": level,
+            "language": ctx.language,
+            "program": program,
+            "service": service,
+            "port": port,
+        }
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests={"test_task.py": _tests(params, _VALID_TESTS, service=True)},
+            files={
+                "legacy_validate.py": _LEGACY_PY,
+                "data/rejected_by_import.txt": "\n".join(rejected) + "\n",
+            },
+            keep_agent_processes=service,
+        )
+
+
+# --- family 4: bisect a regression across a tool's releases -----------------------------
+
+# (correct line, regressed variant or None); "__VERSION__" marks the version line.
+_TALLY_PY = [
+    ('"""tally: net quantity per sku from an orders CSV (sku,qty with a header)."""', None),
+    ("import sys", None),
+    ("", None),
+    ('VERSION = "__VERSION__"', None),
+    ("", None),
+    ("", None),
+    ("def main():", None),
+    ('    if sys.argv[1:] == ["--version"]:', None),
+    ("        print(VERSION)", None),
+    ("        return", None),
+    ("    totals = {}", None),
+    ("    with open(sys.argv[1]) as handle:", None),
+    ("        lines = handle.read().splitlines()", None),
+    ("    for line in lines[1:]:", "    for line in lines[1:-1]:"),
+    ("        if not line.strip():", None),
+    ("            continue", None),
+    ('        sku, qty = line.split(",")', None),
+    ("        sku = sku.strip()", "        sku = sku.strip()[:6]"),
+    (
+        "        totals[sku] = totals.get(sku, 0) + int(qty)",
+        "        totals[sku] = totals.get(sku, 0) + abs(int(qty))",
+    ),
+    ("    kept = [sku for sku in sorted(totals) if totals[sku] != 0]", None),
+    ("    for sku in kept:", None),
+    ("        print(sku, totals[sku])", None),
+    (
+        '    print("skus", len(kept))',
+        '    print("skus", len([sku for sku in kept if totals[sku] > 0]))',
+    ),
+    ("", None),
+    ("", None),
+    ("main()", None),
+]
+
+_TALLY_SH = [
+    ("#!/bin/bash", None),
+    ("# tally: net quantity per sku from an orders CSV (sku,qty with a header).", None),
+    ('VERSION="__VERSION__"', None),
+    ('if [ "${1:-}" = "--version" ]; then echo "$VERSION"; exit 0; fi', None),
+    ("export LC_ALL=C", None),
+    ('tail -n +2 "$1" \\', 'tail -n +3 "$1" \\'),
+    ("  | awk -F, 'NF >= 2 {", None),
+    (
+        '      sku = $1; gsub(/[ \\t\\r]/, "", sku)',
+        '      sku = substr($1, 1, 6); gsub(/[ \\t\\r]/, "", sku)',
+    ),
+    ("      total[sku] += $2", "      total[sku] += ($2 < 0 ? -$2 : $2)"),
+    ("    }", None),
+    ("    END { for (s in total) if (total[s] != 0) print s, total[s] }' \\", None),
+    ("  | sort -k1,1 \\", None),
+    (
+        "  | awk '{ print; n++ } END { print \"skus\", n + 0 }'",
+        "  | awk '{ print; if ($2 > 0) n++ } END { print \"skus\", n + 0 }'",
+    ),
+]
+
+_TALLY_TESTS = """
+HERE = os.path.dirname(__file__)
+
+
+def expect(text):
+    totals = {}
+    for line in text.splitlines()[1:]:
+        if not line.strip():
+            continue
+        sku, qty = line.split(",")
+        totals[sku.strip()] = totals.get(sku.strip(), 0) + int(qty)
+    kept = sorted(s for s in totals if totals[s] != 0)
+    return "".join(f"{s} {totals[s]}\\n" for s in kept) + f"skus {len(kept)}\\n"
+
+
+def test_first_bad_release():
+    got = read("/app/out/first_bad.txt").split()
+    want = PARAMS["bad"] if PARAMS["level"] >= 4 else PARAMS["bad"][:1]
+    assert got == want, f"first_bad.txt: expected {want}, got {got}"
+
+
+def test_changed_lines():
+    if PARAMS["level"] < 3:
+        return
+    got = read("/app/out/changed_lines.txt").split()
+    want = [str(n) for n in PARAMS["lines"]]
+    if PARAMS["level"] < 4:
+        want = want[:1]
+    assert got == want, f"changed_lines.txt: expected {want}, got {got}"
+
+
+def test_totals():
+    if PARAMS["level"] < 2:
+        return
+    for name in PARAMS["data"]:
+        stem = name.rsplit(".", 1)[0]
+        want = expect(read(os.path.join(HERE, name)))
+        got = read(f"/app/out/totals_{stem}.txt")
+        assert got == want, f"totals_{stem}.txt:\\nexpected:\\n{want}\\ngot:\\n{got}"
+
+
+def corpus():
+    cases = [
+        "sku,qty\\n",
+        "sku,qty\\nAB1,5\\n",
+        "sku,qty\\nAB1,5\\n\\nAB1,-5\\nZZ9,-3\\n",
+        "sku,qty\\nLONGSKU001,4\\nLONGSKU002,7\\nLONGSK,1\\n",
+        "sku,qty\\nQ1,-2\\nQ2,-9\\nQ1,-1\\n",
+        "sku,qty\\nX1,3\\nX2,4\\nX3,5\\n",
+        "sku,qty\\nB7,10\\nA7,-10\\nA7,10\\nC77777777,2\\n",
+    ]
+    rng = random.Random(4242)
+    for _ in range(PARAMS["cases"]):
+        skus = ["S" + "".join(rng.choice("ABCDEFGHJK0123456789") for _ in range(rng.randint(2, 9)))
+                for _ in range(rng.randint(1, 8))]
+        rows = [f"{rng.choice(skus)},{rng.randint(-30, 60)}" for _ in range(rng.randint(1, 30))]
+        cases.append("sku,qty\\n" + "\\n".join(rows) + "\\n")
+    return cases
+
+
+def test_fixed_program_on_corpus():
+    work = tempfile.mkdtemp()
+    for i, text in enumerate(corpus()):
+        path = os.path.join(work, f"case{i}.csv")
+        with open(path, "w") as handle:
+            handle.write(text)
+        done = run_program([path])
+        assert done.returncode == 0, f"case {i}: exit {done.returncode} {done.stderr[-500:]}"
+        want = expect(text)
+        assert done.stdout == want, f"input:\\n{text}\\nexpected:\\n{want}\\ngot:\\n{done.stdout}"
+"""
+
+
+def _tally_orders(rng, n: int) -> str:
+    """Orders whose regressions all show: unique first/last rows, returns, a long sku and a
+    sku that nets negative."""
+    skus = [
+        "K" + "".join(rng.choice("ABCDEFGHJKMNPQRSTUVWXYZ0123456789") for _ in range(k))
+        for k in rng.sample(range(3, 10), 6)
+    ]
+    skus += ["LONG" + str(rng.randint(100000, 999999))]
+    rows = [(rng.choice(skus), rng.randint(-8, 40)) for _ in range(n)]
+    rows.append((rng.choice(skus), -rng.randint(1, 9)))
+    rows.insert(rng.randrange(len(rows)), ("RET" + str(rng.randint(10, 99)), -rng.randint(2, 9)))
+    rows.insert(0, ("FIRST" + str(rng.randint(1, 9)), rng.randint(1, 20)))
+    rows.append(("LAST" + str(rng.randint(1, 9)), rng.randint(1, 20)))
+    return "sku,qty\n" + "".join(f"{s},{q}\n" for s, q in rows)
+
+
+@register
+class BisectRegression(Family):
+    """Find which release of a small tool introduced a regression (two at level 4), name
+    the changed lines, ship a fixed program checked on an adversarial corpus, and recompute
+    the totals the broken releases got wrong."""
+
+    name = "debugging.bisect_regression"
+    domain = "debugging"
+    verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        lang = ctx.language
+        template = _TALLY_PY if lang == "python" else _TALLY_SH
+        ext = ".py" if lang == "python" else ".sh"
+        count = 3 + 3 * level
+        versions = [f"1.{k}" for k in range(count)]
+        candidates = [i for i, (_, bug) in enumerate(template) if bug is not None]
+        picked = rng.sample(candidates, 2 if level >= 4 else 1)
+        starts = sorted(rng.sample(range(1, count), len(picked)))
+        bad = [versions[s] for s in starts]
+
+        def release(index: int, fixed: bool = False) -> str:
+            out = []
+            for i, (good, bug) in enumerate(template):
+                line = good
+                if not fixed and i in picked and index >= starts[picked.index(i)]:
+                    line = bug
+                out.append(line.replace("__VERSION__", versions[index]))
+            return "\n".join(out) + "\n"
+
+        files = {f"releases/{v}/tally{ext}": release(k) for k, v in enumerate(versions)}
+        data = ["orders.csv"] + (["returns_q2.csv"] if level >= 4 else [])
+        fixtures = {name: _tally_orders(rng, 10 + 6 * level) for name in data}
+        files.update({f"data/{name}": text for name, text in fixtures.items()})
+        program = program_path(lang, "/app/tally")
+        runner = "python3" if lang == "python" else "bash"
+        spec = (
+            "It prints one line `<sku> <net quantity>` for every sku whose quantities (returns "
+            "are negative) do not add up to zero, in byte order of the sku, then a last line "
+            "`skus <number of lines printed before it>`."
+        )
+        deliver = [
+            "`/app/out/first_bad.txt`: the version of the first release that breaks it"
+            + (
+                "; there are actually two separate regressions, so list the release that "
+                "introduced each of them, oldest first, one per line"
+                if level >= 4
+                else ""
+            ),
+            f"a fixed copy of the newest release at `{program}` ({LANGUAGE_NAMES[lang]}, same "
+            "usage); I will run it on other order files, including awkward ones",
+        ]
+        if level >= 2:
+            deliver.append(
+                "`/app/out/totals_<name>.txt` with the correct output for each "
+                "`/app/data/<name>.csv` (" + ", ".join(f"`{n}`" for n in data) + ")"
+            )
+        if level >= 3:
+            deliver.append(
+                "`/app/out/changed_lines.txt`: the 1-based line number, in the first bad "
+                "release's file, of the line whose change caused the regression"
+                + (
+                    " (one line per regression, in the same order as first_bad.txt, each "
+                    "numbered in the file of the release that introduced it)"
+                    if level >= 4
+                    else ""
+                )
+            )
+        text = (
+            f"`tally` is a small {LANGUAGE_NAMES[lang]} tool of ours; every release we shipped "
+            f"is kept under `/app/releases/<version>/tally{ext}` (versions "
+            f"{versions[0]} to {versions[-1]}). It takes an orders CSV (`sku,qty` with a "
+            f"header) as its only argument. {spec} Release {versions[0]} was correct, but "
+            "somewhere along the way it started to give wrong totals on "
+            "`/app/data/orders.csv`. Please work out what happened and give me:\n\n"
+            + numbered(deliver)
+        )
+        if ctx.verifier_kind == "adversarial_corpus":
+            text += (
+                "\n\nThe fixed tool will be checked against a corpus of nasty inputs (empty "
+                "files, blank lines, returns only, long skus)."
+            )
+        # --- reference solution
+        rel = "/app/releases"
+        order = f"$(ls {rel} | sort -t. -k2,2n)"
+        lines = [
+            f"ls {rel}",
+            f"cat -n {rel}/{versions[0]}/tally{ext}",
+            "mkdir -p /app/out",
+            f"{runner} {rel}/{versions[0]}/tally{ext} /app/data/orders.csv > /tmp/good.txt",
+            f"for v in {order}; do if ! {runner} {rel}/$v/tally{ext} /app/data/orders.csv"
+            ' | cmp -s - /tmp/good.txt; then echo "$v"; break; fi; done > /tmp/first.txt',
+            "cat /tmp/first.txt",
+        ]
+        if level < 2:
+            lines = lines[2:-1]
+        if level >= 3:
+            lines += [
+                "prev=''",
+                f'for v in {order}; do if [ -n "$prev" ]; then diff'
+                f" <(sed 's/^VERSION.*//' {rel}/$prev/tally{ext})"
+                f" <(sed 's/^VERSION.*//' {rel}/$v/tally{ext})"
+                " | grep -E '^[0-9]+c[0-9]+$' | sed \"s/^.*c/$v /\" || true; fi; prev=$v;"
+                " done > /tmp/changes.txt",
+                "cat /tmp/changes.txt",
+            ]
+        if level >= 4:
+            lines += [
+                "cut -d' ' -f1 /tmp/changes.txt > /app/out/first_bad.txt",
+                "cut -d' ' -f2 /tmp/changes.txt > /app/out/changed_lines.txt",
+            ]
+        else:
+            lines.append("cp /tmp/first.txt /app/out/first_bad.txt")
+            if level == 3:
+                lines.append(
+                    "grep \"^$(cat /tmp/first.txt) \" /tmp/changes.txt | cut -d' ' -f2"
+                    " > /app/out/changed_lines.txt"
+                )
+        if level >= 2:
+            lines.append(
+                f"diff {rel}/{versions[0]}/tally{ext} {rel}/{versions[-1]}/tally{ext} || true"
+            )
+        lines += [
+            f"cat > {program} <<'FIXED_EOF'",
+            release(count - 1, fixed=True).rstrip("\n"),
+            "FIXED_EOF",
+        ]
+        if lang == "bash":
+            lines.append(f"chmod +x {program}")
+        for name in data if level >= 2 else []:
+            stem = name.rsplit(".", 1)[0]
+            lines.append(f"{runner} {program} /app/data/{name} > /app/out/totals_{stem}.txt")
+        if level >= 4:
+            lines += [
+                "cmp /tmp/good.txt /app/out/totals_orders.txt",
+                f"{runner} {program} /dev/null || true",
+                "head -n 3 /app/out/*.txt",
+            ]
+        params = {
+            "level": level,
+            "language": lang,
+            "program": program,
+            "bad": bad,
+            "lines": [i + 1 for i in picked],
+            "data": data,
+            "cases": 6 * level if ctx.verifier_kind == "adversarial_corpus" else 2 * level,
+        }
+        tests = {"test_task.py": _tests(params, _TALLY_TESTS)}
+        tests.update(fixtures)
+        return Draft(
+            instruction=text,
+            solution="\n".join(lines),
+            tests=tests,
+            files=files,
+        )

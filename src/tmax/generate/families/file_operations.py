@@ -1,1 +1,2084 @@
-"""Task families of the file_operations domain."""
+"""Task families of the file_operations domain.
+
+Families here work on trees, records and archives: finding and cleaning up duplicate
+files, parsing fixed-width exports, screening uploaded archives, and repairing legacy text
+encodings. Reference code is written once as plain functions and pasted into tests and
+Python reference programs; the shared task plumbing (test prelude, service frame, solution
+helpers) lives in the security module and is reused here.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from tmax.generate.families._common import bullets, numbered, program_path
+from tmax.generate.families.security import (
+    _SERVER_FRAME,
+    _build_step,
+    _code_language,
+    _heredoc,
+    _invoke,
+    _ports,
+    _program_sentence,
+    _program_step,
+    _sha,
+    _sources,
+    _start_service,
+    _test_head,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+# =====================================================================================
+# file_operations.duplicate_files
+# =====================================================================================
+
+DD_EXCLUDED = (".cache", "@eaDir")
+
+
+def dd_tree(rng, level, count):
+    """({relative path: bytes}, [(link path, target)]) for a photo folder with duplicates."""
+    folders = ["", "2019", "2019/Summer Trip", "2020/raw", "phone", "Camera Uploads", "misc"]
+    if level >= 3:
+        folders += [".cache", "2019/@eaDir", "phone/.cache/thumbs"]
+    stems = ["IMG_", "DSC_", "PXL_", "scan ", "copy of IMG_"]
+    blobs, files = [], {}
+    while len(files) < count:
+        folder = rng.choice(folders)
+        name = (
+            f"{rng.choice(stems)}{rng.randint(1, 9999):04d}{rng.choice(['.jpg', '.JPG', '.png'])}"
+        )
+        if rng.random() < 0.15:
+            name = name.replace(".", " (1).", 1)
+        path = f"{folder}/{name}" if folder else name
+        if path in files:
+            continue
+        roll = rng.random()
+        if level >= 2 and roll < 0.06:
+            data = b""
+        elif blobs and roll < 0.4:
+            data = rng.choice(blobs)
+        else:
+            data = rng.randbytes(rng.randint(40, 1200))
+            blobs.append(data)
+        files[path] = data
+    links = []
+    if level >= 4:
+        targets = sorted(p for p, d in files.items() if d)
+        for i in range(3):
+            links.append((f"link-{i}.jpg", rng.choice(targets)))
+    return files, links
+
+
+def dd_considered(path, data, level):
+    if level >= 3 and any(part in DD_EXCLUDED for part in path.split("/")[:-1]):
+        return False
+    return not (level >= 2 and not data)
+
+
+def dd_groups(files, level):
+    """Sorted groups (sorted path lists) of identical files; ``files`` maps path to content
+    (or to any digest of it)."""
+    by_content = {}
+    for path, data in files.items():
+        if dd_considered(path, data, level):
+            by_content.setdefault(data, []).append(path)
+    return sorted(sorted(group) for group in by_content.values() if len(group) > 1)
+
+
+def dd_text(groups):
+    return "".join("\t".join(group) + "\n" for group in groups)
+
+
+def dd_keep(group):
+    return min(group, key=lambda p: (p.count("/"), p))
+
+
+def dd_scan(root):
+    """{relative path: bytes} of the regular files under root (symlinks skipped)."""
+    import os
+
+    files = {}
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            full = os.path.join(folder, name)
+            if os.path.isfile(full) and not os.path.islink(full):
+                with open(full, "rb") as handle:
+                    files[os.path.relpath(full, root)] = handle.read()
+    return files
+
+
+_DD_PY = (
+    """#!/usr/bin/env python3
+\"\"\"Print the groups of identical files under a directory: one line per group, its relative
+paths sorted and separated by tabs, groups sorted.\"\"\"
+import sys
+
+LEVEL = @LEVEL@
+DD_EXCLUDED = (".cache", "@eaDir")
+
+"""
+    + _sources(dd_considered, dd_groups, dd_text, dd_scan)
+    + """
+
+
+if __name__ == "__main__":
+    sys.stdout.write(dd_text(dd_groups(dd_scan(sys.argv[1]), LEVEL)))
+"""
+)
+
+_DD_SH = r"""#!/bin/bash
+# Print the groups of identical files under a directory: one line per group, its relative
+# paths sorted and separated by tabs, groups sorted.
+export LC_ALL=C
+LEVEL=@LEVEL@
+cd "$1" || exit 1
+test=(-type f)
+if ((LEVEL >= 2)); then test+=(-size +0); fi
+if ((LEVEL >= 3)); then
+  find . -type d \( -name .cache -o -name @eaDir \) -prune -o "${test[@]}" -print0
+else
+  find . "${test[@]}" -print0
+fi | xargs -0 -r sha256sum | sort | awk '
+  { h = substr($0, 1, 64); p = substr($0, 67); sub(/^\.\//, "", p)
+    if (h == prev) { group = group "\t" p; n++ }
+    else { if (n > 1) print group; group = p; n = 1; prev = h } }
+  END { if (n > 1) print group }' | sort
+"""
+
+
+@register
+class DuplicateFiles(Family):
+    """Find duplicate photos by content in a folder tree; levels add empty files, wasted
+    space, excluded thumbnail/cache folders with a keep rule, symlinks, and an actual clean-up
+    into a trash folder with a JSON summary. Code asks for a reusable duplicate finder run on
+    fresh trees; services answer duplicate-group queries over TCP."""
+
+    name = "file_operations.duplicate_files"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+    services = True
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        language = _code_language(ctx)
+        serve = ctx.needs_service
+        tree, links = dd_tree(rng, level, {1: 14, 2: 24, 3: 36, 4: 50}[level])
+        files: dict[str, str | bytes] = {f"photos/{p}": d for p, d in tree.items()}
+        manifest = {p: _sha(d) for p, d in tree.items()}
+        steps_docker = []
+        if links:
+            cmds = [
+                f"ln -s {shlex.quote(target)} {shlex.quote('/app/photos/' + link)}"
+                for link, target in links
+            ]
+            steps_docker.append("RUN " + " && ".join(cmds))
+
+        rules = ["Two files are duplicates when their contents are byte-for-byte identical."]
+        if level >= 2:
+            rules.append("Empty files are never duplicates of anything.")
+        if level >= 3:
+            rules.append(
+                "Ignore everything inside folders named `.cache` or `@eaDir` (thumbnail junk), "
+                "wherever they are."
+            )
+        if level >= 4:
+            rules.append("Symbolic links are not files: ignore them.")
+        deliverables = [
+            "`/app/report/duplicates.txt`: one line per group of duplicates, listing its paths "
+            "(relative to `/app/photos`) sorted and separated by a TAB; groups sorted by their "
+            "first path. Byte order everywhere."
+        ]
+        if level >= 2:
+            deliverables.append(
+                "`/app/report/wasted_bytes.txt`: the number of bytes freed by keeping one copy "
+                "of each group, as a bare integer."
+            )
+        if level >= 3:
+            deliverables.append(
+                "`/app/report/keep.txt`: for each group, in the same order, the copy to keep: "
+                "the one with the fewest folders in its path, ties broken by byte order."
+            )
+        if level >= 4:
+            deliverables.append(
+                "Actually clean up: move every other copy from `/app/photos/PATH` to "
+                "`/app/trash/PATH` (same relative path), and list the moved paths, sorted, in "
+                "`/app/report/moved.txt`."
+            )
+            deliverables.append(
+                "`/app/report/summary.json`: `groups`, `moved` (number of files moved) and "
+                "`wasted_bytes`."
+            )
+        body = [
+            "My photo library in `/app/photos` is full of copies made by different phones and "
+            "backup tools. " + " ".join(rules),
+            "Please produce:\n" + numbered(deliverables),
+        ]
+        program = None
+        if language:
+            program = program_path(language, "/app/dupes")
+            body.append(
+                "I have more folders like this, so I also need a program that takes a directory "
+                "and prints its duplicates.txt (same rules and format) to standard output. "
+                + _program_sentence(language, program)
+            )
+        port = _ports(ctx)[0]
+        if serve:
+            verbs = [
+                "`GROUP PATH` → how many files share PATH's content, PATH included (1 when it "
+                "has no duplicate, as for empty files), or 0 when PATH is not a regular file of "
+                "the library or lies in an ignored folder",
+                "`WASTED` → the wasted bytes",
+            ]
+            when = " (as it was before the clean-up)" if level >= 4 else ""
+            body.append(
+                "My backup script wants to ask about files before copying them: leave a service "
+                f"running on 127.0.0.1 port {port} that answers newline-terminated requests "
+                f"(several per connection) about the original library{when}, one reply line "
+                "each:\n" + bullets(verbs)
+            )
+        instruction = "\n\n".join(body)
+
+        steps = ["mkdir -p /app/report"]
+        if level >= 3:
+            steps += ["find /app/photos -type f | wc -l", "du -sh /app/photos"]
+        if level >= 4:
+            steps.append("find /app/photos -type l -exec ls -l {} +")
+        if language:
+            source = {"python": _DD_PY, "bash": _DD_SH}[language]
+            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
+            tool = _invoke(language, program)
+        else:
+            steps.append(_heredoc("/tmp/dupes.sh", _DD_SH.replace("@LEVEL@", str(level))))
+            tool = "bash /tmp/dupes.sh"
+        steps.append(f"{tool} /app/photos > /app/report/duplicates.txt")
+        if level >= 2:
+            steps.append(
+                "while IFS= read -r line; do first=${line%%$'\\t'*};"
+                " n=$(printf '%s\\n' \"$line\" | awk -F'\\t' '{print NF}');"
+                ' size=$(stat -c %s "/app/photos/$first"); echo $(( (n - 1) * size ));'
+                " done < /app/report/duplicates.txt | awk '{s += $1} END {print s + 0}'"
+                " > /app/report/wasted_bytes.txt"
+            )
+        if level >= 3:
+            steps.append(
+                'awk -F\'\\t\' \'{best = $1; bc = gsub("/", "/", best); for (i = 2; i <= NF;'
+                ' i++) {p = $i; c = gsub("/", "/", p); if (c < bc || (c == bc && p < best))'
+                " {best = $i; bc = c}} print best}' /app/report/duplicates.txt"
+                " > /app/report/keep.txt"
+            )
+        if serve:
+            server = (
+                f"import os\n\nLEVEL = {level}\nDD_EXCLUDED = {DD_EXCLUDED!r}\nPORT = {port}\n"
+                + _sources(dd_considered)
+                + """
+
+GROUPS = {}
+for _line in open("/app/report/duplicates.txt"):
+    _paths = _line.rstrip("\\n").split("\\t")
+    for _p in _paths:
+        GROUPS[_p] = len(_paths)
+WASTED = 0
+for _line in open("/app/report/duplicates.txt"):
+    _paths = _line.rstrip("\\n").split("\\t")
+    WASTED += (len(_paths) - 1) * os.path.getsize("/app/photos/" + _paths[0])
+STARTED = set()
+for _folder, _dirs, _names in os.walk("/app/photos"):
+    for _name in _names:
+        _full = os.path.join(_folder, _name)
+        if os.path.isfile(_full) and not os.path.islink(_full):
+            _rel = os.path.relpath(_full, "/app/photos")
+            if dd_considered(_rel, b"x", LEVEL):
+                STARTED.add(_rel)
+
+
+def answer_line(request):
+    verb, _, arg = request.partition(" ")
+    if verb == "WASTED":
+        return str(WASTED)
+    if verb == "GROUP":
+        if arg in GROUPS:
+            return str(GROUPS[arg])
+        return "1" if arg in STARTED else "0"
+    return "ERR"
+
+
+def answer_http(path):
+    return 404, {}
+"""
+                + _SERVER_FRAME
+                + "\n\nserve(PORT)\n"
+            )
+            steps.append(_heredoc("/app/dupes_server.py", server))
+            steps.append(_start_service("/app/dupes_server.py", [port]))
+        if level >= 4:
+            steps += [
+                "paste /app/report/keep.txt /app/report/duplicates.txt | while IFS=$'\\t'"
+                ' read -r -a parts; do keep=${parts[0]}; for p in "${parts[@]:1}"; do'
+                ' [[ $p == "$keep" ]] && continue; mkdir -p "/app/trash/$(dirname "$p")";'
+                ' mv "/app/photos/$p" "/app/trash/$p"; echo "$p"; done; done'
+                " | LC_ALL=C sort > /app/report/moved.txt",
+                "groups=$(wc -l < /app/report/duplicates.txt)",
+                "moved=$(wc -l < /app/report/moved.txt)",
+                'printf \'{"groups": %d, "moved": %d, "wasted_bytes": %d}\\n\' "$groups"'
+                ' "$moved" "$(cat /app/report/wasted_bytes.txt)" > /app/report/summary.json',
+                "find /app/trash -type f | wc -l",
+            ]
+        solution = "\n".join(s for s in steps if s)
+
+        params = {
+            "level": level,
+            "manifest": manifest,
+            "links": [link for link, _ in links],
+            "port": port,
+            "serve": serve,
+            "cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
+            * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
+        }
+        tests = (
+            _test_head(language, program)
+            + "\n\n"
+            + f"DD_EXCLUDED = {DD_EXCLUDED!r}\n\n"
+            + _sources(dd_tree, dd_considered, dd_groups, dd_text, dd_keep, dd_scan)
+            + "\n\nP = "
+            + repr(params)
+            + "\n"
+            + _DD_TESTS
+        )
+        return Draft(
+            instruction=instruction,
+            solution=solution,
+            tests={"test_task.py": tests},
+            files=files,
+            dockerfile_steps=tuple(steps_docker),
+            keep_agent_processes=serve,
+        )
+
+
+_DD_TESTS = """
+LEVEL = P["level"]
+MANIFEST = P["manifest"]
+EMPTY = hashlib.sha256(b"").hexdigest()
+# the content digest stands for the content; empty files keep an empty marker
+CONTENT = {p: (b"" if d == EMPTY else d) for p, d in MANIFEST.items()}
+GROUPS = dd_groups(CONTENT, LEVEL)
+
+
+def digests(root):
+    return {p: hashlib.sha256(d).hexdigest() for p, d in dd_scan(root).items()}
+
+
+def test_library_intact():
+    now = digests("/app/photos")
+    if LEVEL >= 4 and os.path.isdir("/app/trash"):
+        trashed = digests("/app/trash")
+        overlap = set(now) & set(trashed)
+        assert not overlap, f"files both in photos and trash: {sorted(overlap)[:5]}"
+        now.update(trashed)
+    assert now == MANIFEST, "files were lost, added or altered in /app/photos (and /app/trash)"
+
+
+def test_duplicates():
+    assert read("/app/report/duplicates.txt") == dd_text(GROUPS), "duplicates.txt is wrong"
+
+
+def wasted():
+    return sum((len(g) - 1) * size_of(g[0]) for g in GROUPS)
+
+
+def size_of(path):
+    for root in ("/app/photos", "/app/trash"):
+        full = os.path.join(root, path)
+        if os.path.isfile(full):
+            return os.path.getsize(full)
+    raise AssertionError(f"{path} vanished")
+
+
+@pytest.mark.skipif(LEVEL < 2, reason="wasted bytes start at level 2")
+def test_wasted():
+    got = read("/app/report/wasted_bytes.txt").strip()
+    assert got == str(wasted()), f"wasted_bytes.txt says {got}, expected {wasted()}"
+
+
+@pytest.mark.skipif(LEVEL < 3, reason="the keep list starts at level 3")
+def test_keep():
+    expected = "".join(dd_keep(g) + "\\n" for g in GROUPS)
+    assert read("/app/report/keep.txt") == expected, "keep.txt is wrong"
+
+
+@pytest.mark.skipif(LEVEL < 4, reason="the clean-up is a level-4 deliverable")
+def test_cleanup():
+    moved = sorted(p for g in GROUPS for p in g if p != dd_keep(g))
+    assert read("/app/report/moved.txt") == "".join(p + "\\n" for p in moved), "moved.txt is wrong"
+    for path in moved:
+        assert os.path.isfile("/app/trash/" + path), f"{path} is not in /app/trash"
+        assert not os.path.exists("/app/photos/" + path), f"{path} is still in /app/photos"
+    for group in GROUPS:
+        assert os.path.isfile("/app/photos/" + dd_keep(group)), f"{dd_keep(group)} was moved"
+    for link in P["links"]:
+        assert os.path.islink("/app/photos/" + link), f"the symlink {link} was touched"
+    data = json.loads(read("/app/report/summary.json"))
+    want = {"groups": len(GROUPS), "moved": len(moved), "wasted_bytes": wasted()}
+    for key, value in want.items():
+        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value}"
+
+
+@pytest.mark.skipif(LANG is None, reason="no program asked for")
+def test_program_on_fresh_trees(tmp_path):
+    rng = random.Random(99)
+    for case in range(P["cases"]):
+        tree, links = dd_tree(rng, LEVEL, rng.randint(3, 30))
+        root = tmp_path / f"tree{case}"
+        for path, data in tree.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_bytes(data)
+        root.mkdir(exist_ok=True)
+        for link, target in links:
+            os.symlink(target, root / link)
+        done = run([root])
+        assert done.returncode == 0, f"case {case} failed: {done.stderr[-1500:]}"
+        expected = dd_text(dd_groups(tree, LEVEL))
+        assert done.stdout == expected, (
+            f"case {case}: wrong groups\\n--- got\\n{done.stdout[:800]}"
+            f"\\n--- expected\\n{expected[:800]}"
+        )
+
+
+@pytest.mark.skipif(not P["serve"], reason="no service asked for")
+def test_service():
+    rng = random.Random(3)
+    members = {p: len(g) for g in GROUPS for p in g}
+    considered = [p for p in CONTENT if dd_considered(p, b"x", LEVEL)]
+    uniques = sorted(set(considered) - set(members))
+    ignored = sorted(set(CONTENT) - set(considered))
+    probe = rng.sample(sorted(members), min(4, len(members))) + uniques[:3] + ignored[:2]
+    probe.append("no/such/file.jpg")
+    requests = [f"GROUP {p}" for p in probe] + ["WASTED"]
+    replies = ask_lines(P["port"], requests)
+    for request, reply in zip(requests, replies):
+        path = request[6:]
+        if request == "WASTED":
+            want = str(wasted())
+        elif path in members:
+            want = str(members[path])
+        else:
+            want = "1" if path in considered else "0"
+        assert reply == want, f"{request!r} answered {reply!r}, expected {want!r}"
+"""
+
+
+# =====================================================================================
+# file_operations.fixed_width
+# =====================================================================================
+
+FW_NAMES = (
+    "Ada Lovelace",
+    "Grace Hopper",
+    "Alan Turing",
+    "Edsger Dijkstra",
+    "Barbara Liskov",
+    "Ken Thompson",
+    "Margaret Hamilton",
+    "Dennis Ritchie",
+)
+FW_TRICKY = ("Smith, John", 'Bob "Builder" Ray', "O'Neil, Pat", "  Lee Kwan")
+FW_ACCENTED = ("José Núñez", "Zoë Müller", "François Lefèvre", "Åsa Öberg")
+
+
+def fw_layout(rng, level):
+    """[(field, start, width, kind)] with 1-based starts; level 3+ leaves column 1 for the
+    record type."""
+    fields = [
+        ("id", "int", rng.randint(5, 8)),
+        ("name", "text", rng.randint(14, 24)),
+        ("amount", "money", rng.randint(9, 11)),
+        ("date", "date", 8),
+    ]
+    if level >= 2:
+        fields.append(("dept", "text", rng.randint(3, 5)))
+    rng.shuffle(fields)
+    start = 2 if level >= 3 else 1
+    layout = []
+    for name, kind, width in fields:
+        layout.append((name, start, width, kind))
+        start += width
+    return layout
+
+
+def fw_layout_text(layout):
+    return "# field start width type\n" + "".join(
+        f"{name} {start} {width} {kind}\n" for name, start, width, kind in layout
+    )
+
+
+def fw_parse_layout(text):
+    layout = []
+    for line in text.split("\n"):
+        parts = line.split()
+        if len(parts) >= 4 and not parts[0].startswith("#"):
+            layout.append((parts[0], int(parts[1]), int(parts[2]), parts[3]))
+    return layout
+
+
+def fw_record(rng, layout, level, broken=None):
+    """One detail record (bytes, latin-1) and its amount in cents (None when broken)."""
+    cents = rng.randint(-99999, 9999999)
+    if rng.random() < 0.05:
+        cents = 0
+    out = bytearray(b"D" if level >= 3 else b"")
+    for name, _start, width, kind in layout:
+        if kind == "int":
+            field = str(rng.randint(1, 10 ** (width - 1))).rjust(width, "0")
+        elif kind == "money":
+            digits = str(abs(cents)).rjust(width - 1, "0")
+            field = ("-" if cents < 0 else "0") + digits
+            if broken == "amount":
+                pos = rng.randrange(1, width)
+                field = field[:pos] + rng.choice("O lI") + field[pos + 1 :]
+        elif kind == "date":
+            year, month, day = rng.randint(2019, 2024), rng.randint(1, 12), rng.randint(1, 28)
+            field = f"{year}{month:02d}{day:02d}"
+            if broken == "date":
+                field = rng.choice(["20230230", "20221301", "20240001", "2024-1-5", "20210931"])
+        elif name == "dept":
+            field = rng.choice(["HR", "OPS", "FIN", "IT", "R&D", "LAB"])[:width].ljust(width)
+        else:
+            pool = list(FW_NAMES)
+            if level >= 2:
+                pool += FW_TRICKY
+            if level >= 4:
+                pool += FW_ACCENTED
+            text = rng.choice(pool)[:width]
+            field = text.rjust(width) if rng.random() < 0.15 else text.ljust(width)
+        out += field.encode("latin-1")
+    if broken == "length":
+        out = out[: -rng.randint(1, 4)]
+    return bytes(out), (None if broken else cents)
+
+
+def fw_file(rng, layout, level, count, broken=0, mismatch=False):
+    """The bytes of one export file."""
+    lines, total, details = [], 0, 0
+    if level >= 3:
+        lines.append(f"H{rng.randint(20230101, 20231228)} DAILY EXPORT".encode())
+    kinds = [None] * count
+    for i in rng.sample(range(count), min(broken, count)):
+        kinds[i] = rng.choice(["amount", "date", "length"])
+    for kind in kinds:
+        line, cents = fw_record(rng, layout, level, kind)
+        lines.append(line)
+        details += 1
+        if cents is not None:
+            total += cents
+    if level >= 3:
+        if mismatch:
+            total += rng.choice([-100, 1, 2500])
+        sign = "-" if total < 0 else "0"
+        lines.append(f"T{details:08d}{sign}{abs(total):013d}".encode())
+    end = b"\r\n" if level >= 2 else b"\n"
+    return end.join(lines) + end
+
+
+def fw_money(cents):
+    return f"{'-' if cents < 0 else ''}{abs(cents) // 100}.{abs(cents) % 100:02d}"
+
+
+def fw_convert(data, layout, level):
+    """(header, rows, rejects): rows are (values, cents, dept); rejects (line, reason)."""
+    import re
+
+    header = [name for name, _s, _w, _k in layout]
+    length = max(start + width - 1 for _n, start, width, _k in layout)
+    rows, rejects = [], []
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for number, raw in enumerate(lines, 1):
+        if level >= 2 and raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw or (level >= 3 and raw[:1] != b"D"):
+            continue
+        if len(raw) != length:
+            rejects.append((number, "length"))
+            continue
+        values, cents, dept, reason = [], 0, "", None
+        for name, start, width, kind in layout:
+            text = raw[start - 1 : start - 1 + width].decode("latin-1")
+            if kind == "text":
+                value = text.strip(" ")
+                if name == "dept":
+                    dept = value
+            elif kind == "int":
+                value = str(int(text))
+            elif kind == "money":
+                if not re.fullmatch(r"-?[0-9]+", text):
+                    reason = "amount"
+                    break
+                cents = int(text)
+                value = fw_money(cents)
+            else:
+                ok = re.fullmatch(r"[0-9]{8}", text) is not None
+                if ok:
+                    year, month, day = int(text[:4]), int(text[4:6]), int(text[6:])
+                    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+                    days = [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+                    ok = 1 <= month <= 12 and 1 <= day <= days[month - 1]
+                if not ok:
+                    reason = "date"
+                    break
+                value = f"{text[:4]}-{text[4:6]}-{text[6:]}"
+            values.append(value)
+        if reason:
+            rejects.append((number, reason))
+        else:
+            rows.append((values, cents, dept))
+    return header, rows, rejects
+
+
+def fw_csv(values):
+    out = []
+    for value in values:
+        if "," in value or '"' in value:
+            value = '"' + value.replace('"', '""') + '"'
+        out.append(value)
+    return ",".join(out)
+
+
+def fw_csv_text(header, rows):
+    return "".join(fw_csv(v) + "\n" for v in [header] + [r[0] for r in rows])
+
+
+_FW_PY = (
+    """#!/usr/bin/env python3
+\"\"\"Convert a fixed-width export to CSV: fw2csv LAYOUT FILE (CSV on stdout, UTF-8;
+rejected records as `LINE REASON` on stderr).\"\"\"
+import sys
+
+LEVEL = @LEVEL@
+
+"""
+    + _sources(fw_parse_layout, fw_money, fw_convert, fw_csv, fw_csv_text)
+    + """
+
+
+def main():
+    layout = fw_parse_layout(open(sys.argv[1], encoding="utf-8").read())
+    header, rows, rejects = fw_convert(open(sys.argv[2], "rb").read(), layout, LEVEL)
+    sys.stdout.buffer.write(fw_csv_text(header, rows).encode("utf-8"))
+    for number, reason in rejects:
+        print(number, reason, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
+"""
+)
+
+_FW_SH = r"""#!/bin/bash
+# Convert a fixed-width export to CSV: fw2csv LAYOUT FILE (CSV on stdout, UTF-8;
+# rejected records as `LINE REASON` on stderr).
+export LC_ALL=C
+LEVEL=@LEVEL@
+names=() starts=() widths=() kinds=()
+while read -r name start width kind rest || [[ -n $name ]]; do
+  [[ -z $name || -z $kind || $name == \#* ]] && continue
+  names+=("$name") starts+=("$start") widths+=("$width") kinds+=("$kind")
+done < "$1"
+length=0
+for i in "${!names[@]}"; do
+  end=$((starts[i] + widths[i] - 1))
+  ((end > length)) && length=$end
+done
+
+valid_date() {
+  [[ $1 =~ ^[0-9]{8}$ ]] || return 1
+  local y=$((10#${1:0:4})) m=$((10#${1:4:2})) d=$((10#${1:6:2})) days
+  ((m >= 1 && m <= 12 && d >= 1)) || return 1
+  case $m in
+    2) if (((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)); then days=29; else days=28; fi ;;
+    4 | 6 | 9 | 11) days=30 ;;
+    *) days=31 ;;
+  esac
+  ((d <= days))
+}
+
+{
+  (IFS=,; printf '%s\n' "${names[*]}")
+  n=0
+  while IFS= read -r line || [[ -n $line ]]; do
+    n=$((n + 1))
+    if ((LEVEL >= 2)); then line=${line%$'\r'}; fi
+    [[ -z $line ]] && continue
+    if ((LEVEL >= 3)) && [[ ${line:0:1} != D ]]; then continue; fi
+    if ((${#line} != length)); then echo "$n length" >&2; continue; fi
+    out="" bad=""
+    for i in "${!names[@]}"; do
+      v=${line:starts[i]-1:widths[i]}
+      case ${kinds[i]} in
+        text) v=${v#"${v%%[! ]*}"}; v=${v%"${v##*[! ]}"} ;;
+        int) v=$((10#$v)) ;;
+        money)
+          if [[ ! $v =~ ^-?[0-9]+$ ]]; then bad=amount; break; fi
+          cents=$((10#${v#-}))
+          sign=""
+          if [[ $v == -* ]] && ((cents)); then sign=-; fi
+          printf -v v '%s%d.%02d' "$sign" $((cents / 100)) $((cents % 100)) ;;
+        date)
+          if ! valid_date "$v"; then bad=date; break; fi
+          v=${v:0:4}-${v:4:2}-${v:6:2} ;;
+      esac
+      if [[ $v == *[,\"]* ]]; then v=\"${v//\"/\"\"}\"; fi
+      if ((i > 0)); then out+=,; fi
+      out+=$v
+    done
+    if [[ -n $bad ]]; then echo "$n $bad" >&2; continue; fi
+    printf '%s\n' "$out"
+  done < "$2"
+} | iconv -f ISO-8859-1 -t UTF-8
+"""
+
+_FW_C = r"""/* Convert a fixed-width export to CSV: fw2csv LAYOUT FILE (CSV on stdout, UTF-8;
+   rejected records as `LINE REASON` on stderr). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEVEL @LEVEL@
+
+static char fname[64][64], fkind[64][16];
+static int fstart[64], fwidth[64], nfields;
+
+static void put(const unsigned char *s, size_t n, char *out, size_t *len) {
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < 0x80) {
+            out[(*len)++] = (char)s[i];
+        } else {
+            out[(*len)++] = (char)(0xC0 | (s[i] >> 6));
+            out[(*len)++] = (char)(0x80 | (s[i] & 0x3F));
+        }
+    }
+}
+
+static void field(const unsigned char *v, size_t n, char *out, size_t *len) {
+    int quote = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == ',' || v[i] == '"') quote = 1;
+    if (!quote) {
+        put(v, n, out, len);
+        return;
+    }
+    out[(*len)++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == '"') out[(*len)++] = '"';
+        put(v + i, 1, out, len);
+    }
+    out[(*len)++] = '"';
+}
+
+static int valid_date(const unsigned char *s) {
+    for (int i = 0; i < 8; i++)
+        if (!isdigit(s[i])) return 0;
+    int y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+    int m = (s[4] - '0') * 10 + (s[5] - '0'), d = (s[6] - '0') * 10 + (s[7] - '0');
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    int days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m >= 1 && m <= 12 && d >= 1 && d <= days[m - 1];
+}
+
+int main(int argc, char **argv) {
+    static char line[65536], out[262144];
+    if (argc < 3) return 2;
+    FILE *in = fopen(argv[1], "r");
+    if (!in) return perror(argv[1]), 1;
+    while (fgets(line, sizeof line, in) && nfields < 64) {
+        char name[64], kind[16];
+        int start, width;
+        if (line[0] == '#') continue;
+        if (sscanf(line, "%63s %d %d %15s", name, &start, &width, kind) != 4) continue;
+        strcpy(fname[nfields], name);
+        strcpy(fkind[nfields], kind);
+        fstart[nfields] = start;
+        fwidth[nfields++] = width;
+    }
+    fclose(in);
+    int length = 0;
+    for (int i = 0; i < nfields; i++)
+        if (fstart[i] + fwidth[i] - 1 > length) length = fstart[i] + fwidth[i] - 1;
+    for (int i = 0; i < nfields; i++) printf("%s%s", i ? "," : "", fname[i]);
+    putchar('\n');
+    in = fopen(argv[2], "rb");
+    if (!in) return perror(argv[2]), 1;
+    long number = 0;
+    while (fgets(line, sizeof line, in)) {
+        number++;
+        size_t n = strlen(line);
+        if (n && line[n - 1] == '\n') line[--n] = 0;
+        if (LEVEL >= 2 && n && line[n - 1] == '\r') line[--n] = 0;
+        if (!n || (LEVEL >= 3 && line[0] != 'D')) continue;
+        if ((int)n != length) {
+            fprintf(stderr, "%ld length\n", number);
+            continue;
+        }
+        size_t len = 0;
+        const char *bad = NULL;
+        for (int i = 0; i < nfields && !bad; i++) {
+            const unsigned char *v = (const unsigned char *)line + fstart[i] - 1;
+            size_t w = (size_t)fwidth[i];
+            char text[128];
+            if (i) out[len++] = ',';
+            if (!strcmp(fkind[i], "text")) {
+                while (w && *v == ' ') v++, w--;
+                while (w && v[w - 1] == ' ') w--;
+                field(v, w, out, &len);
+            } else if (!strcmp(fkind[i], "int")) {
+                long long x = 0;
+                for (size_t k = 0; k < w; k++) x = x * 10 + (v[k] - '0');
+                len += (size_t)sprintf(out + len, "%lld", x);
+            } else if (!strcmp(fkind[i], "money")) {
+                size_t k = v[0] == '-' ? 1 : 0;
+                if (k == w) bad = "amount";
+                for (size_t j = k; j < w; j++)
+                    if (!isdigit(v[j])) bad = "amount";
+                if (bad) break;
+                long long cents = 0;
+                for (size_t j = k; j < w; j++) cents = cents * 10 + (v[j] - '0');
+                snprintf(text, sizeof text, "%s%lld.%02lld", k && cents ? "-" : "", cents / 100,
+                         cents % 100);
+                field((const unsigned char *)text, strlen(text), out, &len);
+            } else {
+                if (w != 8 || !valid_date(v)) {
+                    bad = "date";
+                    break;
+                }
+                snprintf(text, sizeof text, "%.4s-%.2s-%.2s", (const char *)v,
+                         (const char *)v + 4, (const char *)v + 6);
+                field((const unsigned char *)text, strlen(text), out, &len);
+            }
+        }
+        if (bad) {
+            fprintf(stderr, "%ld %s\n", number, bad);
+            continue;
+        }
+        out[len++] = '\n';
+        fwrite(out, 1, len, stdout);
+    }
+    fclose(in);
+    return 0;
+}
+"""
+
+
+_FW_AWK = r"""function csvsplit(line, out,    n, i, c, f, q) {
+  n = 0; f = ""; q = 0
+  for (i = 1; i <= length(line); i++) {
+    c = substr(line, i, 1)
+    if (q) {
+      if (c == "\"") { if (substr(line, i + 1, 1) == "\"") { f = f c; i++ } else q = 0 }
+      else f = f c
+    } else if (c == "\"") q = 1
+    else if (c == ",") { out[++n] = f; f = "" }
+    else f = f c
+  }
+  out[++n] = f
+  return n
+}
+function money(c,    s) {
+  s = c < 0 ? "-" : ""
+  if (c < 0) c = -c
+  return sprintf("%s%d.%02d", s, int(c / 100), c % 100)
+}
+NR == 1 { n = csvsplit($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
+{
+  csvsplit($0, v); a = v[col["amount"]]; neg = substr(a, 1, 1) == "-"; gsub(/[-.]/, "", a)
+  c = (neg ? -1 : 1) * a; total += c
+  if ("dept" in col) dept[v[col["dept"]]] += c
+}
+END { if (mode == "dept") { for (d in dept) print d, money(dept[d]) } else print money(total) }
+"""
+
+
+@register
+class FixedWidth(Family):
+    """Convert a mainframe's fixed-width export to CSV using its layout file; levels add
+    CRLF endings, quoting and per-department totals, daily files with header/trailer
+    records to validate, and latin-1 text with damaged records to reject plus a JSON
+    summary. Code asks for a converter program fuzzed on fresh layouts and records."""
+
+    name = "file_operations.fixed_width"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        language = _code_language(ctx)
+        layout = fw_layout(rng, level)
+        files: dict[str, str | bytes] = {"export/layout.txt": fw_layout_text(layout)}
+        if level <= 2:
+            names = ["records.dat"]
+            files["export/records.dat"] = fw_file(rng, layout, level, 12 if level == 1 else 25)
+        else:
+            names = ["day-1.dat", "day-2.dat", "day-3.dat"]
+            bad = rng.randrange(3)
+            for i, name in enumerate(names):
+                files[f"export/{name}"] = fw_file(
+                    rng, layout, level, 20, broken=3 if level >= 4 else 0, mismatch=i == bad
+                )
+        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+
+        kinds = [
+            "`text`: trim the surrounding spaces",
+            "`int`: zero-padded; write it without leading zeros",
+            "`money`: implied two decimals, the first character is `-` for negative amounts "
+            "(or `0`); write it like `1234.50`, `-0.07` or `0.00`",
+            "`date`: `YYYYMMDD`; write it as `YYYY-MM-DD`",
+        ]
+        if level <= 2:
+            where = "`/app/export/records.dat` is an export from our old mainframe"
+        else:
+            where = (
+                "`/app/export/day-1.dat`, `day-2.dat` and `day-3.dat` are daily exports from our "
+                "old mainframe"
+            )
+        notes = []
+        if level >= 2:
+            notes.append("The files come from a Windows share (CRLF line endings).")
+        if level >= 3:
+            notes.append(
+                "Each file starts with an `H` line and ends with a `T` trailer; only `D` lines "
+                "are records (the layout's columns count that first character). The trailer is "
+                "`T`, the number of D lines as 8 digits, then the total of the amounts of the "
+                "good records as 14 characters (sign character and 13 digits, implied two "
+                "decimals)."
+            )
+        if level >= 4:
+            notes.append(
+                "Text is latin-1 encoded; the CSV must be UTF-8. Some D records are damaged and "
+                "must be rejected: reason `length` when the line does not have the layout's "
+                "length, else `amount` (not an optional `-` followed by digits) or `date` (not "
+                "a real calendar date), whichever field comes first in the layout."
+            )
+        body = [
+            f"{where}, in fixed-width columns described by `/app/export/layout.txt` "
+            "(`field start width type`, start is 1-based). Types:\n"
+            + bullets(kinds)
+            + ("\n\n" + " ".join(notes) if notes else ""),
+        ]
+        csv_rule = (
+            "CSV rules: a header line with the field names in layout order, then one line per "
+            "record; a value containing a comma or a double quote is wrapped in double quotes "
+            "with inner quotes doubled."
+        )
+        deliverables = []
+        if level <= 2:
+            deliverables.append("`/app/out/records.csv`: the records as CSV.")
+        else:
+            deliverables.append(
+                "`/app/out/records.csv`: all good records as one CSV with an extra first "
+                "column `file` (the file name, like `day-1.dat`), files in name order."
+            )
+        if level >= 2:
+            deliverables.append(
+                "`/app/out/dept_totals.txt`: `DEPT TOTAL` for each department (amounts summed, "
+                "money format), sorted by department."
+            )
+        if level >= 3:
+            deliverables.append(
+                "`/app/out/validation.txt`: for each file in name order, `FILE RECORDS TOTAL "
+                "STATUS` where RECORDS counts its D lines, TOTAL sums the amounts of its good "
+                "records, and STATUS is `OK` when both agree with the trailer, else `MISMATCH`."
+            )
+        if level >= 4:
+            deliverables.append(
+                "`/app/out/rejects.txt`: `FILE:LINE REASON` for each rejected record (LINE is "
+                "1-based), files in name order, lines ascending."
+            )
+            deliverables.append(
+                "`/app/out/summary.json`: `files`, `records` (good records), `rejected`, "
+                "`total` (all good amounts, as a money string) and `mismatched` (the sorted "
+                "list of files whose STATUS is MISMATCH)."
+            )
+        body.append(csv_rule + "\n\nPlease produce:\n" + numbered(deliverables))
+        program = None
+        if language:
+            program = program_path(language, "/app/fw2csv")
+            body.append(
+                "We get such files every day, so I also want a converter program: `fw2csv "
+                "LAYOUT FILE` prints the CSV of one file (header and good records, no `file` "
+                "column) to standard output. "
+                + _program_sentence(language, program)
+                + " It will be tried on other layouts and files."
+            )
+        instruction = "\n\n".join(body)
+
+        steps = ["mkdir -p /app/out", "cat /app/export/layout.txt"]
+        if language:
+            source = {"python": _FW_PY, "bash": _FW_SH, "c": _FW_C}[language]
+            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
+            steps.append(_build_step(language, program))
+            tool = _invoke(language, program)
+        else:
+            steps.append(_heredoc("/tmp/fw2csv.sh", _FW_SH.replace("@LEVEL@", str(level))))
+            tool = "bash /tmp/fw2csv.sh"
+        if level >= 2:
+            steps.append(_heredoc("/tmp/csvsum.awk", _FW_AWK))
+        layout_path = "/app/export/layout.txt"
+        if level <= 2:
+            steps.append(f"{tool} {layout_path} /app/export/records.dat > /app/out/records.csv")
+        else:
+            steps.append(
+                f"printf 'file,%s\\n' \"$({tool} {layout_path} /dev/null | head -n 1)\""
+                " > /app/out/records.csv"
+            )
+            for name in names:
+                stem = name.removesuffix(".dat")
+                steps.append(
+                    f"{tool} {layout_path} /app/export/{name} > /tmp/{stem}.csv 2> /tmp/{stem}.rej"
+                )
+                steps.append(
+                    f"tail -n +2 /tmp/{stem}.csv | sed 's/^/{name},/' >> /app/out/records.csv"
+                )
+        if level >= 2:
+            steps.append(
+                "awk -v mode=dept -f /tmp/csvsum.awk /app/out/records.csv | LC_ALL=C sort -k1,1"
+                " > /app/out/dept_totals.txt"
+            )
+        if level >= 3:
+            steps.append(
+                "for f in day-1 day-2 day-3; do"
+                " count=$(grep -c '^D' /app/export/$f.dat);"
+                " total=$(awk -f /tmp/csvsum.awk /tmp/$f.csv);"
+                " t=$(grep '^T' /app/export/$f.dat | tr -d '\\r');"
+                ' tc=$((10#${t:1:8})); tv=$((10#${t:10:13})); [ "${t:9:1}" = - ] && tv=$((-tv));'
+                ' c=${total//./}; if [ "${c:0:1}" = - ]; then cents=$((-10#${c#-}));'
+                " else cents=$((10#$c)); fi;"
+                ' status=MISMATCH; [ "$tc" -eq "$count" ] && [ "$tv" -eq "$cents" ]'
+                " && status=OK;"
+                ' echo "$f.dat $count $total $status"; done > /app/out/validation.txt'
+            )
+        if level >= 4:
+            steps += [
+                'for f in day-1 day-2 day-3; do sed "s/^/$f.dat:/" /tmp/$f.rej; done'
+                " > /app/out/rejects.txt",
+                "records=$(($(wc -l < /app/out/records.csv) - 1))",
+                "rejected=$(wc -l < /app/out/rejects.txt)",
+                "total=$(awk -f /tmp/csvsum.awk /app/out/records.csv)",
+                'mismatched=$(awk \'$4 == "MISMATCH" {printf "%s\\"%s\\"", (n++ ? ", " :'
+                ' ""), $1}\' /app/out/validation.txt)',
+                'printf \'{"files": 3, "records": %d, "rejected": %d, "total": "%s",'
+                ' "mismatched": [%s]}\\n\' "$records" "$rejected" "$total" "$mismatched"'
+                " > /app/out/summary.json",
+            ]
+        solution = "\n".join(s for s in steps if s)
+
+        params = {
+            "level": level,
+            "hashes": hashes,
+            "names": names,
+            "cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
+            * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
+        }
+        tests = (
+            _test_head(language, program)
+            + "\n\n"
+            + f"FW_NAMES = {FW_NAMES!r}\nFW_TRICKY = {FW_TRICKY!r}\n"
+            + f"FW_ACCENTED = {FW_ACCENTED!r}\n\n"
+            + _sources(
+                fw_layout,
+                fw_layout_text,
+                fw_parse_layout,
+                fw_record,
+                fw_file,
+                fw_money,
+                fw_convert,
+                fw_csv,
+                fw_csv_text,
+            )
+            + "\n\nP = "
+            + repr(params)
+            + "\n"
+            + _FW_TESTS
+        )
+        return Draft(
+            instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
+        )
+
+
+_FW_TESTS = """
+LEVEL = P["level"]
+LAYOUT = fw_parse_layout(Path("/app/export/layout.txt").read_text())
+CONVERTED = {n: fw_convert(Path("/app/export", n).read_bytes(), LAYOUT, LEVEL) for n in P["names"]}
+
+
+def read_utf8(path):
+    p = Path(path)
+    assert p.is_file(), f"{path} is missing"
+    return p.read_bytes().decode("utf-8")
+
+
+def good_rows():
+    return [(n, row) for n in P["names"] for row in CONVERTED[n][1]]
+
+
+def test_inputs_untouched():
+    check_fixtures(P["hashes"])
+
+
+def test_records_csv():
+    header = [name for name, _s, _w, _k in LAYOUT]
+    if LEVEL <= 2:
+        expected = fw_csv_text(header, CONVERTED["records.dat"][1])
+    else:
+        expected = fw_csv(["file"] + header) + "\\n"
+        expected += "".join(fw_csv([n] + row[0]) + "\\n" for n, row in good_rows())
+    assert read_utf8("/app/out/records.csv") == expected, "records.csv is wrong"
+
+
+@pytest.mark.skipif(LEVEL < 2, reason="department totals start at level 2")
+def test_dept_totals():
+    totals = {}
+    for _n, (_values, cents, dept) in good_rows():
+        totals[dept] = totals.get(dept, 0) + cents
+    expected = "".join(f"{d} {fw_money(c)}\\n" for d, c in sorted(totals.items()))
+    assert read("/app/out/dept_totals.txt") == expected, "dept_totals.txt is wrong"
+
+
+def validation():
+    rows = []
+    for name in P["names"]:
+        data = Path("/app/export", name).read_bytes().decode("latin-1")
+        lines = [l.rstrip("\\r") for l in data.split("\\n")]
+        count = sum(1 for l in lines if l.startswith("D"))
+        total = sum(cents for _v, cents, _d in CONVERTED[name][1])
+        trailer = [l for l in lines if l.startswith("T")][0]
+        ok = int(trailer[1:9]) == count and int(trailer[9:]) == total
+        rows.append((name, count, total, "OK" if ok else "MISMATCH"))
+    return rows
+
+
+@pytest.mark.skipif(LEVEL < 3, reason="validation starts at level 3")
+def test_validation():
+    expected = "".join(f"{n} {c} {fw_money(t)} {s}\\n" for n, c, t, s in validation())
+    assert read("/app/out/validation.txt") == expected, "validation.txt is wrong"
+
+
+@pytest.mark.skipif(LEVEL < 4, reason="rejects and the summary are level-4 deliverables")
+def test_rejects_and_summary():
+    rejects = [f"{n}:{line} {why}\\n" for n in P["names"] for line, why in CONVERTED[n][2]]
+    assert read("/app/out/rejects.txt") == "".join(rejects), "rejects.txt is wrong"
+    data = json.loads(read("/app/out/summary.json"))
+    want = {
+        "files": len(P["names"]),
+        "records": len(good_rows()),
+        "rejected": len(rejects),
+        "total": fw_money(sum(row[1] for _n, row in good_rows())),
+        "mismatched": [n for n, _c, _t, s in validation() if s == "MISMATCH"],
+    }
+    for key, value in want.items():
+        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+
+
+@pytest.mark.skipif(LANG is None, reason="no program asked for")
+def test_converter_on_fresh_files(tmp_path):
+    rng = random.Random(7070)
+    for case in range(P["cases"]):
+        layout = fw_layout(rng, LEVEL)
+        layout_path = tmp_path / f"layout{case}.txt"
+        layout_path.write_text(fw_layout_text(layout))
+        broken = rng.randint(0, 3) if LEVEL >= 4 else 0
+        data = fw_file(rng, layout, LEVEL, rng.randint(1, 25), broken, rng.random() < 0.5)
+        data_path = tmp_path / f"data{case}.dat"
+        data_path.write_bytes(data)
+        done = subprocess.run(
+            program() + [str(layout_path), str(data_path)], capture_output=True, timeout=60
+        )
+        assert done.returncode == 0, f"case {case} failed: {done.stderr[-1500:]!r}"
+        header, rows, _rejects = fw_convert(data, layout, LEVEL)
+        expected = fw_csv_text(header, rows)
+        got = done.stdout.decode("utf-8", "replace")
+        assert got == expected, (
+            f"case {case}: wrong CSV\\n--- got\\n{got[:800]}\\n--- expected\\n{expected[:800]}"
+        )
+"""
+
+
+# =====================================================================================
+# file_operations.archive_guard
+# =====================================================================================
+
+AG_RULES = ("absolute", "traversal", "link", "special", "duplicate", "count", "size")
+
+
+def ag_build(rng, level, evil, limits, gz=False):
+    """A tar archive (bytes, ustar, fixed times): clean, or breaking rule ``evil``."""
+    import gzip as gzip_module
+
+    base = rng.choice(["docs", "site", "report", "assets", "data", "photos"])
+    members = [(base, "dir", None)]
+    for i in range(rng.randint(2, 5)):
+        folder = base + rng.choice(["", "", "/sub", "/img"])
+        members.append((f"{folder}/file{i}.txt", "file", rng.randbytes(rng.randint(5, 300))))
+    members.append((f"{base}/notes..v2.txt", "file", b"two dots inside a name are fine\n"))
+    if level >= 2:
+        members.append((f"{base}/sub/latest.txt", "symlink", "../file0.txt"))
+        members.append((f"{base}/copy.txt", "hardlink", f"{base}/notes..v2.txt"))
+    if evil == "absolute":
+        members.append((rng.choice(["/etc/cron.d/job", "/tmp/x.sh"]), "file", b"echo pwned\n"))
+    elif evil == "traversal":
+        name = rng.choice(["../../home/user/.bashrc", f"{base}/../../escape.txt", "../x"])
+        members.append((name, "file", b"alias ls=rm\n"))
+    elif evil == "link":
+        kind = rng.choice(["symlink", "symlink", "hardlink"])
+        if kind == "symlink":
+            target = rng.choice(["/etc/passwd", "../../etc", "../../../root/.ssh"])
+            members.append((f"{base}/{rng.choice(['up', 'sub/deep'])}", "symlink", target))
+        else:
+            members.append((f"{base}/grab", "hardlink", rng.choice(["/etc/shadow", "../x"])))
+    elif evil == "special":
+        members.append(
+            (f"{base}/{rng.choice(['pipe', 'null'])}", rng.choice(["fifo", "char"]), None)
+        )
+    elif evil == "duplicate":
+        name = members[1][0]
+        members.append((name, "file", b"a second copy that overwrites the first\n"))
+    elif evil == "count":
+        for i in range(limits[0] + 1 - len(members) + rng.randint(0, 5)):
+            members.append((f"{base}/many/f{i:03d}", "file", b"x"))
+    elif evil == "size":
+        members.append((f"{base}/huge.bin", "file", bytes(limits[1] + rng.randint(1, 4000))))
+    types = {"file": b"0", "hardlink": b"1", "symlink": b"2", "char": b"3", "dir": b"5"}
+    types["fifo"] = b"6"
+    out = bytearray()
+    for name, kind, payload in members:
+        body = payload if kind == "file" else b""
+        link = payload.encode() if kind in ("symlink", "hardlink") else b""
+        head = bytearray(512)
+        head[0:100] = name.encode().ljust(100, b"\0")
+        head[100:108] = b"%07o\0" % (0o755 if kind == "dir" else 0o644)
+        head[108:124] = b"0000000\x000000000\0"
+        head[124:136] = b"%011o\0" % len(body)
+        head[136:148] = b"%011o\0" % 1700000000
+        head[148:156] = b" " * 8
+        head[156:157] = types[kind]
+        head[157:257] = link.ljust(100, b"\0")
+        head[257:265] = b"ustar\x0000"
+        if kind == "char":
+            head[329:345] = b"0000001\x000000003\0"
+        head[148:156] = b"%06o\0 " % sum(head)
+        out += head + body + b"\0" * (-len(body) % 512)
+    data = bytes(out + b"\0" * 1024)
+    return gzip_module.compress(data, mtime=0) if gz else data
+
+
+def ag_members(data):
+    """[(name, kind, size, link target)] of a tar archive given as bytes (gzip or plain)."""
+    import io
+    import tarfile
+
+    out = []
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        for m in tar.getmembers():
+            if m.isdir():
+                kind = "dir"
+            elif m.issym():
+                kind = "symlink"
+            elif m.islnk():
+                kind = "hardlink"
+            elif m.isfile():
+                kind = "file"
+            else:
+                kind = "special"
+            out.append((m.name.rstrip("/"), kind, m.size if kind == "file" else 0, m.linkname))
+    return out
+
+
+def ag_escapes(start, target):
+    if target.startswith("/"):
+        return True
+    parts = [p for p in start if p not in ("", ".")]
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return True
+            parts.pop()
+        else:
+            parts.append(part)
+    return False
+
+
+def ag_verdict(members, level, limits):
+    """The first rule an archive breaks (in AG_RULES order), or None if it is safe."""
+    names = [m[0] for m in members]
+    broken = {
+        "absolute": any(n.startswith("/") for n in names),
+        "traversal": any(".." in n.split("/") for n in names),
+    }
+    if level >= 2:
+        broken["link"] = any(
+            (kind == "symlink" and ag_escapes(name.split("/")[:-1], target))
+            or (kind == "hardlink" and ag_escapes([], target))
+            for name, kind, _size, target in members
+        )
+    if level >= 3:
+        broken["special"] = any(kind == "special" for _n, kind, _s, _t in members)
+        broken["count"] = len(members) > limits[0]
+        broken["size"] = sum(size for _n, _k, size, _t in members) > limits[1]
+    if level >= 4:
+        broken["duplicate"] = len(set(names)) != len(names)
+    for rule in AG_RULES:
+        if broken.get(rule):
+            return rule
+    return None
+
+
+def ag_corpus(rng, level, count, limits):
+    """[(file name, bytes)] of uploaded archives, clean and hostile."""
+    rules = ["absolute", "traversal"]
+    rules += ["link"] if level >= 2 else []
+    rules += ["special", "count", "size"] if level >= 3 else []
+    rules += ["duplicate"] if level >= 4 else []
+    out, turn = [], rng.randrange(len(rules))
+    for i in range(count):
+        evil = None
+        if i % 3 != 2 and rng.random() < 0.8:
+            evil, turn = rules[turn % len(rules)], turn + 1
+        gz = level >= 4 and rng.random() < 0.5
+        stem = f"upload-{rng.randint(1000, 9999)}-{i}"
+        out.append((stem + (".tar.gz" if gz else ".tar"), ag_build(rng, level, evil, limits, gz)))
+    return out
+
+
+_AG_PY = (
+    """#!/usr/bin/env python3
+\"\"\"Screen a tar archive before extraction: prints OK or REJECT RULE.\"\"\"
+import sys
+
+LEVEL = @LEVEL@
+LIMITS = @LIMITS@
+AG_RULES = ("absolute", "traversal", "link", "special", "duplicate", "count", "size")
+
+"""
+    + _sources(ag_members, ag_escapes, ag_verdict)
+    + """
+
+
+if __name__ == "__main__":
+    rule = ag_verdict(ag_members(open(sys.argv[1], "rb").read()), LEVEL, LIMITS)
+    print("OK" if rule is None else "REJECT " + rule)
+"""
+)
+
+_AG_SH = r"""#!/bin/bash
+# Screen a tar archive before extraction: prints OK or REJECT RULE.
+export LC_ALL=C
+LEVEL=@LEVEL@
+MAX_MEMBERS=@COUNT@
+MAX_BYTES=@BYTES@
+
+escapes() {  # start directory $1 (may be empty), link target $2
+  local target=$2 part
+  [[ $target == /* ]] && return 0
+  local -a parts=()
+  local IFS=/
+  for part in $1; do [[ -n $part && $part != . ]] && parts+=("$part"); done
+  for part in $target; do
+    case $part in
+      "" | .) ;;
+      ..) ((${#parts[@]})) || return 0; unset 'parts[${#parts[@]}-1]' ;;
+      *) parts+=("$part") ;;
+    esac
+  done
+  return 1
+}
+
+declare -A broken=()
+count=0 bytes=0
+names=()
+while IFS= read -r line; do
+  read -r perms _owner size _date _time rest <<< "$line"
+  type=${perms:0:1}
+  name=$rest
+  case $type in
+    l) name=${rest% -> *}; target=${rest#* -> } ;;
+    h) name=${rest% link to *}; target=${rest#* link to } ;;
+  esac
+  name=${name%/}
+  names+=("$name")
+  count=$((count + 1))
+  [[ $name == /* ]] && broken[absolute]=1
+  [[ /$name/ == */../* ]] && broken[traversal]=1
+  if ((LEVEL >= 2)); then
+    if [[ $type == l ]]; then
+      dir=""
+      [[ $name == */* ]] && dir=${name%/*}
+      escapes "$dir" "$target" && broken[link]=1
+    elif [[ $type == h ]]; then
+      escapes "" "$target" && broken[link]=1
+    fi
+  fi
+  case $type in
+    -) bytes=$((bytes + size)) ;;
+    c | b | p) broken[special]=1 ;;
+  esac
+done < <(tar -tvPf "$1" --numeric-owner)
+if ((LEVEL >= 3)); then
+  ((count > MAX_MEMBERS)) && broken[count]=1
+  ((bytes > MAX_BYTES)) && broken[size]=1
+else
+  unset 'broken[special]'
+fi
+if ((LEVEL >= 4)) && [[ -n $(printf '%s\n' "${names[@]}" | sort | uniq -d) ]]; then
+  broken[duplicate]=1
+fi
+for rule in absolute traversal link special duplicate count size; do
+  if [[ -n ${broken[$rule]-} ]]; then echo "REJECT $rule"; exit 0; fi
+done
+echo OK
+"""
+
+
+def _ag_stem(name: str) -> str:
+    return name.removesuffix(".gz").removesuffix(".tar")
+
+
+@register
+class ArchiveGuard(Family):
+    """Screen uploaded tar archives before extracting them (absolute paths, traversal;
+    levels add escaping links, special files, member-count and size bombs, gzip and
+    duplicate members), extract the safe ones and inventory them. adversarial_corpus runs
+    the agent's checker on hidden hostile and clean archives."""
+
+    name = "file_operations.archive_guard"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        language = _code_language(ctx)
+        limits = (rng.choice([30, 40, 50]), rng.choice([16000, 20000, 24000]))
+        corpus = ag_corpus(rng, level, {1: 6, 2: 7, 3: 8, 4: 10}[level], limits)
+        files: dict[str, str | bytes] = {f"incoming/{name}": data for name, data in corpus}
+        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+
+        rules = {
+            "absolute": "a member name starts with `/`",
+            "traversal": "a member name has a `..` path component",
+            "link": "a symbolic link whose target, resolved from the link's own folder, is "
+            "absolute or leaves the extraction folder, or a hard link whose target (a path "
+            "from the archive root) does",
+            "special": "a member is a device file or a FIFO",
+            "duplicate": "two members have the same name (ignoring a trailing `/`)",
+            "count": f"the archive has more than {limits[0]} members (folders count)",
+            "size": f"its regular files add up to more than {limits[1]} bytes",
+        }
+        active = [r for r in AG_RULES if r in ("absolute", "traversal")]
+        if level >= 2:
+            active.append("link")
+        if level >= 3:
+            active += ["special"]
+        if level >= 4:
+            active.append("duplicate")
+        if level >= 3:
+            active += ["count", "size"]
+        kinds = "`.tar` or `.tar.gz` files" if level >= 4 else "`.tar` files"
+        body = [
+            f"Users upload archives ({kinds}) to `/app/incoming/`, and we extract them on the "
+            "server. Before we extract anything, every archive must be screened, looking at "
+            "its members exactly as recorded. An archive is rejected for the first of these "
+            "rules (in this order) that it breaks:\n"
+            + bullets(f"`{r}`: {rules[r]}" for r in active)
+            + "\nOtherwise it is OK."
+        ]
+        deliverables = [
+            "`/app/out/verdicts.txt`: one line per archive, sorted by file name: `NAME OK` or "
+            + ("`NAME REJECT RULE`." if level >= 2 else "`NAME REJECT`.")
+        ]
+        if level >= 2:
+            deliverables.append(
+                "Extract every OK archive into `/app/extracted/STEM/` (STEM is the file name "
+                "without `.tar`/`.tar.gz`); extract nothing from rejected ones."
+            )
+        if level >= 3:
+            deliverables.append(
+                "`/app/out/inventory.tsv`: `ARCHIVE<TAB>PATH<TAB>SIZE` for every regular-file "
+                "member (not links) of the OK archives, sorted by archive then path."
+            )
+        if level >= 4:
+            deliverables.append(
+                "`/app/out/summary.json`: `archives`, `safe` (OK count), `rejected` (an object "
+                "mapping each rule to how many archives it rejected), `files` (inventory "
+                "lines) and `bytes` (their total size)."
+            )
+        body.append("Please take care of:\n" + numbered(deliverables))
+        program = None
+        if language:
+            program = program_path(language, "/app/tarcheck")
+            hostile = (
+                " It will be run on hostile and clean archives you have not seen: every hostile "
+                "one must be rejected and every clean one accepted."
+                if ctx.verifier_kind == "adversarial_corpus"
+                else " It will be compared with our policy on archives you have not seen."
+            )
+            body.append(
+                "The upload service will call a checker program: given the path of one archive, "
+                "it prints `OK` or `REJECT RULE` (one line). "
+                + _program_sentence(language, program)
+                + hostile
+            )
+        instruction = "\n\n".join(body)
+
+        def fill(source: str) -> str:
+            return (
+                source.replace("@LEVEL@", str(level))
+                .replace("@LIMITS@", repr(limits))
+                .replace("@COUNT@", str(limits[0]))
+                .replace("@BYTES@", str(limits[1]))
+            )
+
+        steps = ["mkdir -p /app/out /app/extracted"]
+        if level >= 3:
+            steps.append("ls -l /app/incoming")
+        if language:
+            source = {"python": _AG_PY, "bash": _AG_SH}[language]
+            steps.append(_program_step(language, program, fill(source)))
+            check = _invoke(language, program)
+        else:
+            steps.append(_heredoc("/tmp/tarcheck.sh", fill(_AG_SH)))
+            check = "bash /tmp/tarcheck.sh"
+        steps.append(
+            f'for a in /app/incoming/*; do echo "$(basename "$a") $({check} "$a")"; done'
+            " | LC_ALL=C sort > /tmp/verdicts.txt"
+        )
+        if level >= 2:
+            steps.append("cp /tmp/verdicts.txt /app/out/verdicts.txt")
+            steps.append(
+                "awk '$2 == \"OK\" {print $1}' /app/out/verdicts.txt | while read -r a; do"
+                ' stem=${a%.gz}; stem=${stem%.tar}; mkdir -p "/app/extracted/$stem";'
+                ' tar -xf "/app/incoming/$a" -C "/app/extracted/$stem"; done'
+            )
+        else:
+            steps.append("sed 's/ REJECT .*/ REJECT/' /tmp/verdicts.txt > /app/out/verdicts.txt")
+        if level >= 3:
+            steps.append(
+                "awk '$2 == \"OK\" {print $1}' /app/out/verdicts.txt | while read -r a; do"
+                ' tar -tvf "/app/incoming/$a" --numeric-owner | awk -v a="$a"'
+                ' \'$1 ~ /^-/ {print a "\\t" $6 "\\t" $3}\'; done | LC_ALL=C sort'
+                " > /app/out/inventory.tsv"
+            )
+        if level >= 4:
+            steps += [
+                "archives=$(wc -l < /app/out/verdicts.txt)",
+                "safe=$(grep -c ' OK$' /app/out/verdicts.txt || true)",
+                'rejected=$(awk \'$2 == "REJECT" {n[$3]++} END {for (r in n) printf "%s\\"%s\\":'
+                ' %d", (k++ ? ", " : ""), r, n[r]}\' /app/out/verdicts.txt)',
+                "files=$(wc -l < /app/out/inventory.tsv)",
+                "bytes=$(awk -F'\\t' '{s += $3} END {print s + 0}' /app/out/inventory.tsv)",
+                'printf \'{"archives": %d, "safe": %d, "rejected": {%s}, "files": %d,'
+                ' "bytes": %d}\\n\' "$archives" "$safe" "$rejected" "$files" "$bytes"'
+                " > /app/out/summary.json",
+            ]
+        solution = "\n".join(s for s in steps if s)
+
+        params = {
+            "level": level,
+            "limits": list(limits),
+            "hashes": hashes,
+            "names": sorted(name for name, _ in corpus),
+            "mode": ctx.verifier_kind,
+            "hidden": {1: 12, 2: 16, 3: 20, 4: 24}[level],
+        }
+        tests = (
+            _test_head(language, program)
+            + "\n\n"
+            + f"AG_RULES = {AG_RULES!r}\n\n"
+            + _sources(ag_build, ag_members, ag_escapes, ag_verdict, ag_corpus)
+            + "\n\nP = "
+            + repr(params)
+            + "\n"
+            + _AG_TESTS
+        )
+        return Draft(
+            instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
+        )
+
+
+_AG_TESTS = """
+LEVEL = P["level"]
+LIMITS = tuple(P["limits"])
+MEMBERS = {n: ag_members(Path("/app/incoming", n).read_bytes()) for n in P["names"]}
+VERDICTS = {n: ag_verdict(m, LEVEL, LIMITS) for n, m in MEMBERS.items()}
+
+
+def stem(name):
+    return name.removesuffix(".gz").removesuffix(".tar")
+
+
+def test_inputs_untouched():
+    check_fixtures(P["hashes"])
+
+
+def test_verdicts():
+    rows = []
+    for name in P["names"]:
+        rule = VERDICTS[name]
+        if rule is None:
+            rows.append(f"{name} OK\\n")
+        else:
+            rows.append(f"{name} REJECT {rule}\\n" if LEVEL >= 2 else f"{name} REJECT\\n")
+    assert read("/app/out/verdicts.txt") == "".join(rows), "verdicts.txt is wrong"
+
+
+@pytest.mark.skipif(LEVEL < 2, reason="extraction starts at level 2")
+def test_extraction():
+    for name, members in MEMBERS.items():
+        target = Path("/app/extracted", stem(name))
+        if VERDICTS[name] is not None:
+            assert not target.exists(), f"{name} was rejected but {target} exists"
+            continue
+        import io
+        import tarfile
+
+        with tarfile.open(fileobj=io.BytesIO(Path("/app/incoming", name).read_bytes())) as tar:
+            for m in tar.getmembers():
+                path = target / m.name
+                if m.isfile():
+                    data = tar.extractfile(m).read()
+                    assert path.is_file() and path.read_bytes() == data, f"{path} is wrong"
+                elif m.issym():
+                    assert path.is_symlink(), f"{path} should be a symlink"
+
+
+def inventory():
+    rows = []
+    for name, members in MEMBERS.items():
+        if VERDICTS[name] is None:
+            rows += [(name, n, size) for n, kind, size, _t in members if kind == "file"]
+    return sorted(rows)
+
+
+@pytest.mark.skipif(LEVEL < 3, reason="the inventory starts at level 3")
+def test_inventory():
+    expected = "".join(f"{a}\\t{p}\\t{s}\\n" for a, p, s in inventory())
+    assert read("/app/out/inventory.tsv") == expected, "inventory.tsv is wrong"
+
+
+@pytest.mark.skipif(LEVEL < 4, reason="the summary is a level-4 deliverable")
+def test_summary():
+    rejected = {}
+    for rule in VERDICTS.values():
+        if rule is not None:
+            rejected[rule] = rejected.get(rule, 0) + 1
+    rows = inventory()
+    want = {
+        "archives": len(VERDICTS),
+        "safe": sum(r is None for r in VERDICTS.values()),
+        "rejected": rejected,
+        "files": len(rows),
+        "bytes": sum(s for _a, _p, s in rows),
+    }
+    data = json.loads(read("/app/out/summary.json"))
+    for key, value in want.items():
+        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+
+
+@pytest.mark.skipif(LANG is None, reason="no program asked for")
+def test_checker_on_unseen_archives(tmp_path):
+    rng = random.Random(2024)
+    corpus = ag_corpus(rng, LEVEL, P["hidden"], LIMITS)
+    missed, blocked, wrong = [], [], []
+    for name, data in corpus:
+        path = tmp_path / name
+        path.write_bytes(data)
+        rule = ag_verdict(ag_members(data), LEVEL, LIMITS)
+        want = "OK" if rule is None else f"REJECT {rule}"
+        done = run([path])
+        assert done.returncode == 0, f"the checker failed on {name}: {done.stderr[-800:]}"
+        got = done.stdout.strip()
+        if P["mode"] == "adversarial_corpus":
+            if rule is not None and not got.startswith("REJECT"):
+                missed.append((name, want))
+            if rule is None and got != "OK":
+                blocked.append((name, got))
+        elif got != want:
+            wrong.append((name, got, want))
+    assert not missed, f"hostile archives accepted: {missed}"
+    assert not blocked, f"clean archives rejected: {blocked}"
+    assert not wrong, f"wrong verdicts (archive, got, expected): {wrong}"
+"""
+
+
+# =====================================================================================
+# file_operations.encoding_fix
+# =====================================================================================
+
+EF_WORDS = {
+    "ascii": ["invoice", "total", "order", "shipped", "pending", "Berlin", "Oslo", "12.50"],
+    "latin": ["café", "naïve", "Müller", "façade", "Ærø", "smörgåsbord", "jalapeño", "°C", "½"],
+    "cp1252": ["€100", "“quoted”", "— dash", "…", "™", "‘tick’", "Œuvre", "šalt"],
+    "wide": ["Łódź", "Ωmega", "日本", "Привет", "ﬁ ligature", "≤ 5", "🙂"],
+}
+EF_KINDS = ("utf-8", "utf-8-bom", "utf-16le", "utf-16be", "windows-1252", "latin-1")
+
+
+def ef_text(rng, kind, level):
+    pools = ["ascii", "latin"]
+    if kind == "windows-1252":
+        pools.append("cp1252")
+    if kind.startswith("utf"):
+        pools += ["cp1252", "wide"]
+    lines = []
+    for _ in range(rng.randint(2, 8)):
+        words = [rng.choice(EF_WORDS[rng.choice(pools)]) for _ in range(rng.randint(2, 7))]
+        lines.append(" ".join(words))
+    if kind == "windows-1252":
+        lines[rng.randrange(len(lines))] += " " + rng.choice(EF_WORDS["cp1252"])
+    return "\n".join(lines) + "\n"
+
+
+def ef_file(rng, level, kind=None):
+    """(bytes, kind) of one vendor file."""
+    kind = kind or rng.choice(EF_KINDS)
+    text = ef_text(rng, kind, level)
+    if level >= 2 and rng.random() < 0.4:
+        text = text.replace("\n", "\r\n")
+    if level >= 3 and rng.random() < 0.25:
+        text += "\x1a"
+    codec = {"utf-8-bom": "utf-8-sig", "utf-16le": "utf-16-le", "utf-16be": "utf-16-be"}
+    data = text.encode(codec.get(kind, kind))
+    if kind == "utf-16le":
+        data = b"\xff\xfe" + data
+    elif kind == "utf-16be":
+        data = b"\xfe\xff" + data
+    return data, kind
+
+
+def ef_detect(data):
+    if data.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-bom"
+    if data.startswith(b"\xff\xfe"):
+        return "utf-16le"
+    if data.startswith(b"\xfe\xff"):
+        return "utf-16be"
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    if any(0x80 <= b <= 0x9F for b in data):
+        return "windows-1252"
+    return "latin-1"
+
+
+def ef_convert(data, level):
+    kind = ef_detect(data)
+    if kind == "utf-8-bom":
+        text = data[3:].decode("utf-8")
+    elif kind == "utf-16le":
+        text = data[2:].decode("utf-16-le")
+    elif kind == "utf-16be":
+        text = data[2:].decode("utf-16-be")
+    else:
+        text = data.decode({"utf-8": "utf-8", "windows-1252": "cp1252"}.get(kind, "latin-1"))
+    if level >= 2:
+        text = text.replace("\r\n", "\n")
+    if level >= 3 and text.endswith("\x1a"):
+        text = text[:-1]
+    return text.encode("utf-8")
+
+
+_EF_PY = (
+    """#!/usr/bin/env python3
+\"\"\"Convert one vendor text file to clean UTF-8 on standard output.\"\"\"
+import sys
+
+LEVEL = @LEVEL@
+
+"""
+    + _sources(ef_detect, ef_convert)
+    + """
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--detect":
+        print(ef_detect(open(sys.argv[2], "rb").read()))
+    else:
+        sys.stdout.buffer.write(ef_convert(open(sys.argv[1], "rb").read(), LEVEL))
+"""
+)
+
+_EF_SH = r"""#!/bin/bash
+# Convert one vendor text file to clean UTF-8 on standard output (--detect FILE: its encoding).
+export LC_ALL=C
+LEVEL=@LEVEL@
+
+detect() {
+  local head
+  head=$(head -c 3 "$1" | od -An -tx1 | tr -d ' \n')
+  case $head in
+    efbbbf) echo utf-8-bom ;;
+    fffe*) echo utf-16le ;;
+    feff*) echo utf-16be ;;
+    *)
+      if iconv -f UTF-8 -t UTF-8 "$1" > /dev/null 2>&1; then echo utf-8
+      elif [[ $(tr -d '\000-\177\240-\377' < "$1" | head -c 1 | wc -c) -gt 0 ]]; then
+        echo windows-1252
+      else echo latin-1
+      fi ;;
+  esac
+}
+
+if [[ $1 == --detect ]]; then detect "$2"; exit 0; fi
+kind=$(detect "$1")
+case $kind in
+  utf-8-bom) skip=3 from=UTF-8 ;;
+  utf-16le) skip=2 from=UTF-16LE ;;
+  utf-16be) skip=2 from=UTF-16BE ;;
+  utf-8) skip=0 from=UTF-8 ;;
+  windows-1252) skip=0 from=WINDOWS-1252 ;;
+  *) skip=0 from=ISO-8859-1 ;;
+esac
+work=$(mktemp)
+trap 'rm -f "$work"' EXIT
+tail -c +$((skip + 1)) "$1" | iconv -f "$from" -t UTF-8 > "$work"
+if ((LEVEL >= 2)); then sed -i 's/\r$//' "$work"; fi
+if ((LEVEL >= 3)) && [[ $(tail -c 1 "$work" | od -An -tx1 | tr -d ' \n') == 1a ]]; then
+  head -c -1 "$work"
+else
+  cat "$work"
+fi
+"""
+
+
+@register
+class EncodingFix(Family):
+    """Normalise vendor text files in mixed legacy encodings (BOMs, UTF-16, windows-1252,
+    latin-1) to clean UTF-8; levels add CRLF endings and an encoding report, nested folders
+    and DOS end-of-file markers, and a manifest with a JSON summary. metric_threshold scores
+    the share of files converted exactly (tightening with the level); code asks for a
+    converter program run on fresh files."""
+
+    name = "file_operations.encoding_fix"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "metric_threshold"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        language = _code_language(ctx)
+        metric = ctx.verifier_kind == "metric_threshold"
+        threshold = {1: 0.6, 2: 0.75, 3: 0.9, 4: 1.0}[level]
+        count = {1: 6, 2: 10, 3: 14, 4: 18}[level]
+        folders = [""] if level <= 2 else ["acme/", "globex/", "initech/2023/"]
+        files: dict[str, str | bytes] = {}
+        kinds = list(EF_KINDS) * 4
+        rng.shuffle(kinds)
+        for i in range(count):
+            data, _kind = ef_file(rng, level, kinds[i])
+            stem = rng.choice(["orders", "stock", "prices", "customers", "notes", "returns"])
+            files[f"inbox/{rng.choice(folders)}{stem}-{i:02d}.txt"] = data
+        paths = sorted(rel.removeprefix("inbox/") for rel in files)
+        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+
+        rules = [
+            "a file starting with the bytes EF BB BF is UTF-8 with a BOM (`utf-8-bom`); FF FE "
+            "is UTF-16 little-endian (`utf-16le`), FE FF UTF-16 big-endian (`utf-16be`), the BOM "
+            "being part of neither the text nor the output",
+            "otherwise, a file that is valid UTF-8 is UTF-8 (`utf-8`)",
+            "otherwise, a file containing a byte from 0x80 to 0x9F is Windows-1252 "
+            "(`windows-1252`), and anything else is ISO-8859-1 (`latin-1`)",
+        ]
+        cleanup = ["UTF-8 without a BOM"]
+        if level >= 2:
+            cleanup.append("CRLF line endings turned into LF")
+        if level >= 3:
+            cleanup.append(
+                "a final U+001A character (the old DOS end-of-file marker) removed, if present"
+            )
+        tree = "`/app/inbox/` (with subfolders)" if level >= 3 else "`/app/inbox/`"
+        goal = (
+            f"I need at least {threshold:.0%} of the files converted exactly right."
+            if metric
+            else "Every file must be converted exactly."
+        )
+        body = [
+            f"Our vendors drop text files in {tree} in whatever encoding their systems use. "
+            "Tell the encodings apart like this:\n"
+            + bullets(rules)
+            + "\n\nWrite each file, decoded accordingly, to the same relative path under "
+            "`/app/utf8/` as " + ", ".join(cleanup) + ". " + goal
+        ]
+        deliverables = []
+        if level >= 2:
+            deliverables.append(
+                "`/app/out/encodings.txt`: `PATH ENCODING` for every file (PATH relative to "
+                "`/app/inbox`, ENCODING one of the names above), sorted by path."
+            )
+        if level >= 4:
+            deliverables.append(
+                "`/app/out/manifest.tsv`: `PATH<TAB>ENCODING<TAB>LINES<TAB>SHA256` per file, "
+                "sorted by path: LINES counts the newline characters of the converted file, "
+                "SHA256 is the hex digest of the converted file."
+            )
+            deliverables.append(
+                "`/app/out/summary.json`: `files`, `by_encoding` (encoding → number of files) "
+                "and `bytes` (total size of the converted files)."
+            )
+        if deliverables:
+            body.append("Also write:\n" + numbered(deliverables))
+        program = None
+        if language:
+            program = program_path(language, "/app/toutf8")
+            share = (
+                f"at least {threshold:.0%} of them exactly right"
+                if metric
+                else "all of them exactly right"
+            )
+            body.append(
+                "New drops arrive daily, so I also want a converter program: given one file's "
+                "path it writes the converted bytes to standard output. "
+                + _program_sentence(language, program)
+                + f" It will be tried on files you have not seen and must get {share}."
+            )
+        instruction = "\n\n".join(body)
+
+        steps = ["mkdir -p /app/utf8 /app/out"]
+        if level >= 2:
+            steps.append("find /app/inbox -type f -exec file -b {} + | sort | uniq -c")
+        if level >= 4:
+            steps.append("find /app/inbox -type f | wc -l")
+        if language:
+            source = {"python": _EF_PY, "bash": _EF_SH}[language]
+            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
+            tool = _invoke(language, program)
+        else:
+            steps.append(_heredoc("/tmp/toutf8.sh", _EF_SH.replace("@LEVEL@", str(level))))
+            tool = "bash /tmp/toutf8.sh"
+        steps.append(
+            "cd /app/inbox && find . -type f | sed 's|^\\./||' | LC_ALL=C sort > /tmp/files.txt"
+        )
+        steps.append(
+            'while IFS= read -r f; do mkdir -p "/app/utf8/$(dirname "$f")";'
+            f' {tool} "/app/inbox/$f" > "/app/utf8/$f"; done < /tmp/files.txt'
+        )
+        if level >= 2:
+            steps.append(
+                f'while IFS= read -r f; do echo "$f $({tool} --detect "/app/inbox/$f")";'
+                " done < /tmp/files.txt > /app/out/encodings.txt"
+            )
+        if level >= 4:
+            steps += [
+                'while read -r f enc; do printf \'%s\\t%s\\t%s\\t%s\\n\' "$f" "$enc"'
+                ' "$(tr -dc \'\\n\' < "/app/utf8/$f" | wc -c)"'
+                ' "$(sha256sum < "/app/utf8/$f" | cut -d\' \' -f1)";'
+                " done < /app/out/encodings.txt > /app/out/manifest.tsv",
+                "files=$(wc -l < /app/out/manifest.tsv)",
+                "bytes=$(find /app/utf8 -type f -exec cat {} + | wc -c)",
+                'by=$(awk \'{n[$2]++} END {for (e in n) printf "%s\\"%s\\": %d",'
+                ' (k++ ? ", " : ""), e, n[e]}\' /app/out/encodings.txt)',
+                'printf \'{"files": %d, "by_encoding": {%s}, "bytes": %d}\\n\' "$files"'
+                ' "$by" "$bytes" > /app/out/summary.json',
+                "python3 -m json.tool /app/out/summary.json",
+            ]
+        solution = "\n".join(s for s in steps if s)
+
+        params = {
+            "level": level,
+            "hashes": hashes,
+            "paths": paths,
+            "metric": metric,
+            "threshold": threshold,
+            "fresh": {1: 8, 2: 12, 3: 16, 4: 20}[level],
+        }
+        tests = (
+            _test_head(language, program)
+            + "\n\n"
+            + f"EF_WORDS = {EF_WORDS!r}\nEF_KINDS = {EF_KINDS!r}\n\n"
+            + _sources(ef_text, ef_file, ef_detect, ef_convert)
+            + "\n\nP = "
+            + repr(params)
+            + "\n"
+            + _EF_TESTS
+        )
+        return Draft(
+            instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
+        )
+
+
+_EF_TESTS = '''
+LEVEL = P["level"]
+SOURCES = {p: Path("/app/inbox", p).read_bytes() for p in P["paths"]}
+
+
+def score(pairs):
+    """Share of (got, expected) pairs that are equal."""
+    return sum(got == want for got, want in pairs) / len(pairs)
+
+
+def test_inputs_untouched():
+    check_fixtures(P["hashes"])
+
+
+def test_converted_files():
+    pairs = []
+    for path, data in SOURCES.items():
+        out = Path("/app/utf8", path)
+        pairs.append((out.read_bytes() if out.is_file() else None, ef_convert(data, LEVEL)))
+    share = score(pairs)
+    print(f"metric: {share:.3f} of the files converted exactly")
+    need = P["threshold"] if P["metric"] else 1.0
+    wrong = [p for p, (g, w) in zip(SOURCES, pairs) if g != w]
+    assert share >= need, f"converted exactly: {share:.2f} < {need:.2f}; wrong: {wrong[:6]}"
+
+
+@pytest.mark.skipif(LEVEL < 2, reason="the encoding report starts at level 2")
+def test_encodings():
+    lines = read("/app/out/encodings.txt").splitlines()
+    paths = [line.split(" ", 1)[0] for line in lines]
+    assert paths == list(SOURCES), "encodings.txt must list every file once, sorted by path"
+    pairs = [(line, f"{p} {ef_detect(d)}") for line, (p, d) in zip(lines, SOURCES.items())]
+    share = score(pairs)
+    print(f"metric: {share:.3f} of the encodings reported right")
+    need = P["threshold"] if P["metric"] else 1.0
+    assert share >= need, f"encodings right: {share:.2f} < {need:.2f}"
+
+
+@pytest.mark.skipif(LEVEL < 4, reason="manifest and summary are level-4 deliverables")
+def test_manifest_and_summary():
+    reported = dict(line.split(" ", 1) for line in read("/app/out/encodings.txt").splitlines())
+    rows, total, by = [], 0, {}
+    for path in SOURCES:
+        data = Path("/app/utf8", path).read_bytes()
+        total += len(data)
+        by[reported[path]] = by.get(reported[path], 0) + 1
+        digest, lines = hashlib.sha256(data).hexdigest(), data.count(b"\\n")
+        rows.append(f"{path}\\t{reported[path]}\\t{lines}\\t{digest}\\n")
+    assert read("/app/out/manifest.tsv") == "".join(rows), "manifest.tsv is wrong"
+    data = json.loads(read("/app/out/summary.json"))
+    want = {"files": len(SOURCES), "by_encoding": by, "bytes": total}
+    for key, value in want.items():
+        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+
+
+@pytest.mark.skipif(LANG is None, reason="no program asked for")
+def test_converter_on_fresh_files(tmp_path):
+    rng = random.Random(1252)
+    pairs = []
+    for i in range(P["fresh"]):
+        data, _kind = ef_file(rng, LEVEL, EF_KINDS[i % len(EF_KINDS)])
+        path = tmp_path / f"drop{i}.txt"
+        path.write_bytes(data)
+        done = subprocess.run(program() + [str(path)], capture_output=True, timeout=60)
+        pairs.append((done.stdout if done.returncode == 0 else None, ef_convert(data, LEVEL)))
+    share = score(pairs)
+    print(f"metric: the converter got {share:.3f} of fresh files exactly right")
+    need = P["threshold"] if P["metric"] else 1.0
+    assert share >= need, f"fresh files converted exactly: {share:.2f} < {need:.2f}"
+'''

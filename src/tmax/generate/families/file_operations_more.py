@@ -1,2 +1,1392 @@
 """More task families of the file_operations domain (kept apart from file_operations.py,
 which another engineer may extend at the same time)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import lzma
+import tarfile
+import zipfile
+
+from tmax.generate.families._common import LANGUAGE_NAMES, bullets, program_path
+from tmax.generate.families.scientific_computing import (
+    heredoc,
+    manifest_line,
+    start_service,
+    test_file,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+_PRISTINE = r"""
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pristine(name):
+    with open(os.path.join(HERE, "pristine", name), "rb") as handle:
+        return handle.read()
+"""
+
+
+def _run(lang: str, tool: str) -> str:
+    """How solve.sh runs a reference program (C is built to /tmp/prog first)."""
+    return {"python": f"python3 {tool}", "bash": f"bash {tool}"}.get(lang, "/tmp/prog")
+
+
+def _words(rng, count: int) -> str:
+    pool = ["alpha", "beta", "gamma", "delta", "north", "south"]
+    pool += ["ledger", "index", "batch", "report", "parcel", "entry"]
+    return " ".join(rng.choice(pool) for _ in range(count))
+
+
+# --- batch_normalize ----------------------------------------------------------------------
+
+_NORM_ORACLE = r'''
+import csv
+
+
+def normalize(data):
+    """(UTF-8 LF text, encoding, line endings) of one legacy text file."""
+    try:
+        text, enc = data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, enc = data.decode("latin-1"), "latin-1"
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    eol = "crlf" if "\r\n" in text else "lf"
+    return text.replace("\r\n", "\n"), enc, eol
+
+
+def as_records(text):
+    rows = list(csv.reader(io.StringIO(text)))
+    header, out = rows[0], []
+    for row in rows[1:]:
+        rec = {}
+        for key, value in zip(header, row):
+            rec[key] = int(value) if re.fullmatch(r"-?[0-9]+", value) else value
+        out.append(rec)
+    return out
+'''
+
+_NORM_PY = r"""
+import sys
+
+if __name__ == "__main__":
+    with open(sys.argv[1], "rb") as handle:
+        data = handle.read()
+    sys.stdout.buffer.write(normalize(data)[0].encode("utf-8"))
+"""
+
+_NORM_BASH = r"""
+#!/bin/bash
+# Usage: normalize.sh FILE -> the file as UTF-8 with LF line endings on stdout
+set -euo pipefail
+if iconv -f UTF-8 -t UTF-8 "$1" > /dev/null 2>&1; then
+  cat -- "$1"
+else
+  iconv -f LATIN1 -t UTF-8 "$1"
+fi | LC_ALL=C sed -e '1s/^\xEF\xBB\xBF//' -e 's/\r$//'
+"""
+
+_NORM_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+
+/* 1 when buf[0..n) is well-formed UTF-8 (no overlongs, surrogates or values > U+10FFFF). */
+static int valid_utf8(const unsigned char *s, long n) {
+    long i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        long need;
+        unsigned cp, min;
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) { need = 1; cp = c & 0x1F; min = 0x80; }
+        else if (c >= 0xE0 && c <= 0xEF) { need = 2; cp = c & 0x0F; min = 0x800; }
+        else if (c >= 0xF0 && c <= 0xF4) { need = 3; cp = c & 0x07; min = 0x10000; }
+        else return 0;
+        for (long k = 1; k <= need; k++) {
+            if (i + k >= n || (s[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: %s FILE\n", argv[0]); return 2; }
+    FILE *fp = fopen(argv[1], "rb");
+    if (!fp) { perror(argv[1]); return 1; }
+    long cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n, fp)) > 0) {
+        n += got;
+        if (n == cap) buf = realloc(buf, cap *= 2);
+    }
+    fclose(fp);
+    long cap2 = 2 * n + 1, m = 0;
+    unsigned char *out = malloc(cap2);
+    if (valid_utf8(buf, n)) {
+        for (long i = 0; i < n; i++) out[m++] = buf[i];
+    } else {
+        for (long i = 0; i < n; i++) {
+            if (buf[i] < 0x80) out[m++] = buf[i];
+            else { out[m++] = 0xC0 | (buf[i] >> 6); out[m++] = 0x80 | (buf[i] & 0x3F); }
+        }
+    }
+    long start = (m >= 3 && out[0] == 0xEF && out[1] == 0xBB && out[2] == 0xBF) ? 3 : 0;
+    for (long i = start; i < m; i++) {
+        if (out[i] == '\r' && i + 1 < m && out[i + 1] == '\n') continue;
+        putchar(out[i]);
+    }
+    return 0;
+}
+"""
+
+_TOJSON_PY = r"""
+import io
+import json
+import os
+import re
+import sys
+
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as handle:
+        records = as_records(handle.read())
+    stem = os.path.basename(path)[: -len(".csv")]
+    with open(f"/app/out/json/{stem}.json", "w", encoding="utf-8") as out:
+        json.dump(records, out, ensure_ascii=False, indent=1)
+"""
+
+_NORM_TESTS = r"""
+
+def expected():
+    return {name: normalize(pristine(name)) for name in CFG["files"]}
+
+
+def test_clean_copies():
+    for name, (text, _, _) in expected().items():
+        path = f"/app/out/clean/{name}"
+        assert os.path.isfile(path), f"{path} was not written"
+        with open(path, "rb") as handle:
+            got = handle.read()
+        assert got == text.encode("utf-8"), f"{path} is not the UTF-8/LF form of {name}"
+
+
+def test_report_and_json():
+    exp = expected()
+    if CFG["level"] >= 2:
+        want = "".join(f"{n} {e} {l} {len(as_records(t))}\n"
+                       for n, (t, e, l) in sorted(exp.items()))
+        got = read("/app/out/report.txt")
+        assert got == want, f"report.txt:\nexpected\n{want}\ngot\n{got}"
+    if CFG["level"] >= 3:
+        for name, (text, _, _) in exp.items():
+            path = "/app/out/json/" + name[: -len(".csv")] + ".json"
+            got = json.loads(read(path))
+            assert got == as_records(text), f"{path} does not hold the rows of {name}"
+    if CFG["level"] >= 4:
+        got = json.loads(read("/app/out/summary.json"))
+        want = {"files": len(exp), "rows": sum(len(as_records(t)) for t, _, _ in exp.values()),
+                "converted": sorted(n for n, (_, e, _) in exp.items() if e == "latin-1")}
+        assert got == want, f"summary.json should be {want}, got {got}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/clean/" + n for n in sorted(exp)])
+
+
+def random_text(rng):
+    chars = "abcXYZ019 ,;\"\t-" + "éüñöåçÉ" * (rng.random() < 0.8)
+    lines = ["".join(rng.choice(chars) for _ in range(rng.randint(0, 25)))
+             for _ in range(rng.randint(0, 12))]
+    text = ("\r\n" if rng.random() < 0.5 else "\n").join(lines)
+    if rng.random() < 0.7:
+        text += "\n"
+    if rng.random() < 0.2:
+        text = "\ufeff" + text
+    enc = rng.choice(["utf-8", "latin-1"])
+    if enc == "latin-1":
+        text = text.replace("\ufeff", "")
+    return text.encode(enc)
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(37)
+    folder = workdir()
+    for i in range(CFG["fresh"]):
+        data = random_text(rng)
+        path = os.path.join(folder, f"f{i}.txt")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        done = subprocess.run(program() + [path], capture_output=True, env=ENV, timeout=30)
+        assert done.returncode == 0, f"program failed on {data!r}: {done.stderr[-500:]}"
+        want = normalize(data)[0].encode("utf-8")
+        assert done.stdout == want, f"input {data!r}: expected {want!r}, got {done.stdout!r}"
+"""
+
+_PEOPLE = [
+    ("Zoë", "Zürich"),
+    ("José", "Málaga"),
+    ("Ångström", "Göteborg"),
+    ("François", "Besançon"),
+    ("Björn", "Tromsø"),
+    ("Inès", "Montréal"),
+    ("Dana", "Boston"),
+    ("Kai", "Oslo"),
+]
+
+
+def _legacy_csv(rng, level: int, with_bom: bool) -> str:
+    header = ["id", "name", "city", "amount"]
+    if level >= 3:
+        header.append("note")
+    rows = [",".join(header)]
+    for i in range(rng.randint(4, 6) + 2 * level):
+        name, city = rng.choice(_PEOPLE)
+        row = [str(100 + i), name, city, str(rng.randint(-50, 900))]
+        if level >= 3:
+            row.append(rng.choice(['"late, paid twice"', "ok", '"see ""memo"""', ""]))
+        rows.append(",".join(row))
+    return ("\ufeff" if with_bom else "") + "\n".join(rows) + "\n"
+
+
+@register
+class BatchNormalize(Family):
+    """Bring a batch of legacy CSV exports (Latin-1 or UTF-8, CRLF or LF, BOMs) to clean
+    UTF-8/LF copies; higher levels add a per-file report, CSV-to-JSON conversion, a summary
+    and checksums; code asks for a reusable normaliser checked on random byte strings."""
+
+    name = "file_operations.batch_normalize"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        stems = rng.sample(["clients", "refunds", "branch_north", "payroll", "vendors"], 4)
+        names = [f"{s}.csv" for s in stems[: level + 1 if level < 4 else 4]]
+        files: dict[str, str | bytes] = {}
+        pristine: dict[str, str | bytes] = {}
+        encs = ["latin-1", "utf-8"] + [rng.choice(["latin-1", "utf-8"]) for _ in names]
+        for i, name in enumerate(names):
+            enc = encs[i]
+            crlf = (i % 2 == 0) if level > 1 else rng.random() < 0.5
+            text = _legacy_csv(rng, level, with_bom=enc == "utf-8" and level >= 3 and i == 1)
+            if crlf:
+                text = text.replace("\n", "\r\n")
+            data = text.encode(enc)
+            files[f"data/{name}"] = data
+            pristine[f"pristine/{name}"] = data
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        lang = ctx.language if code else "bash"
+        prog = program_path(lang, "/app/normalize")
+        cfg = {
+            "level": level,
+            "files": names,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "fresh": 4 if ctx.verifier_kind == "exact_text" else 10 * level + 10,
+        }
+        asks = [
+            "`/app/out/clean/NAME` for every `/app/data/NAME`: the same content as UTF-8 with "
+            "LF line endings. A file that is valid UTF-8 is UTF-8, anything else is "
+            "Latin-1 (ISO-8859-1); a leading UTF-8 byte-order mark is dropped; every CR LF "
+            "pair becomes LF (nothing else changes)"
+        ]
+        if level >= 2:
+            asks.append(
+                "`/app/out/report.txt`: one line `NAME ENCODING ENDINGS ROWS` per input, sorted "
+                "by name, with ENCODING `utf-8` or `latin-1`, ENDINGS `crlf` if the file "
+                "contains any CR LF pair else `lf`, and ROWS the number of data records "
+                "(header excluded)"
+            )
+        if level >= 3:
+            asks.append(
+                "`/app/out/json/STEM.json` for every `STEM.csv`: a JSON array with one object "
+                "per record, keyed by the header fields (standard CSV quoting applies); a value "
+                "that is an optionally negative run of digits becomes a JSON integer, "
+                "everything else stays a string"
+            )
+        if level >= 4:
+            asks.append(
+                '`/app/out/summary.json`: `{"files": F, "rows": R, "converted": [...]}` where '
+                "converted lists the sorted names of the inputs that were Latin-1"
+            )
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for every file in /app/out/clean"
+            )
+        body = (
+            f"The CSV exports in /app/data come from {len(names)} different legacy systems: "
+            "some are Latin-1, some UTF-8 (maybe with a BOM), some have Windows line "
+            "endings. Leave the originals alone and give me:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nPlease also keep the normalisation as a reusable {LANGUAGE_NAMES[lang]} "
+                f"program at `{prog}`: it takes one file path and writes the normalised "
+                "bytes to stdout (any text file, not only CSV)."
+            )
+        source = {"python": _NORM_ORACLE + _NORM_PY, "bash": _NORM_BASH, "c": _NORM_C}[lang]
+        if lang == "python":
+            source = "import io\nimport re\n" + source
+        tool = prog if code else "/tmp/normalize.sh"
+        run = _run(lang, tool)
+        lines = ["mkdir -p /app/out/clean", heredoc(tool, source)]
+        if lang == "c":
+            lines.append(f"gcc -O2 -std=c11 -o /tmp/prog {tool}")
+        lines += [
+            "for f in /app/data/*.csv; do",
+            f'  {run} "$f" > "/app/out/clean/$(basename "$f")"',
+            "done",
+        ]
+        if level >= 2:
+            lines += [
+                "for f in /app/data/*.csv; do",
+                '  n=$(basename "$f")',
+                '  if iconv -f UTF-8 -t UTF-8 "$f" > /dev/null 2>&1; then e=utf-8; '
+                "else e=latin-1; fi",
+                "  if grep -q $'\\r$' \"$f\"; then l=crlf; else l=lf; fi",
+                "  r=$(python3 -c 'import csv, sys; print(len(list(csv.reader(open(sys.argv[1],"
+                ' encoding="utf-8")))) - 1)\' "/app/out/clean/$n")',
+                '  echo "$n $e $l $r"',
+                "done | LC_ALL=C sort > /app/out/report.txt",
+            ]
+        if level >= 3:
+            lines += [
+                "mkdir -p /app/out/json",
+                heredoc("/tmp/tojson.py", _NORM_ORACLE + _TOJSON_PY),
+                "python3 /tmp/tojson.py /app/out/clean/*.csv",
+            ]
+        if level >= 4:
+            lines += [
+                "files=$(wc -l < /app/out/report.txt)",
+                "rows=$(awk '{s += $4} END {print s + 0}' /app/out/report.txt)",
+                'conv=$(awk \'$2 == "latin-1" {printf "%s\\"%s\\"", (k++ ? ", " : ""), '
+                "$1}' /app/out/report.txt)",
+                'echo "{\\"files\\": $files, \\"rows\\": $rows, \\"converted\\": [$conv]}" '
+                "> /app/out/summary.json",
+                "(cd /app/out/clean && sha256sum *.csv > /app/out/checksums.sha256)",
+                "cat /app/out/summary.json",
+            ]
+        extra = "\nimport csv\nimport io\nimport re\n" + _PRISTINE + _NORM_ORACLE
+        tests: dict[str, str | bytes] = {"test_task.py": test_file(cfg, _NORM_TESTS, extra)}
+        tests.update(pristine)
+        return Draft(instruction=body, solution="\n".join(lines), tests=tests, files=files)
+
+
+# --- dupe_hunt ----------------------------------------------------------------------------
+
+_DUPE_ORACLE = r'''
+def dupe_groups(files):
+    """Groups (sorted path lists, ordered by first path) of non-empty files with equal
+    content; ``files`` maps relative path -> bytes."""
+    by_content = {}
+    for path, data in files.items():
+        if data:
+            by_content.setdefault(data, []).append(path)
+    groups = [sorted(paths) for paths in by_content.values() if len(paths) > 1]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def dupe_text(files):
+    return "".join(" ".join(g) + "\n" for g in dupe_groups(files))
+'''
+
+_DUPE_PY = r"""
+import os
+import sys
+
+if __name__ == "__main__":
+    root, files = sys.argv[1], {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as handle:
+                    files[os.path.relpath(path, root)] = handle.read()
+    sys.stdout.write(dupe_text(files))
+"""
+
+_DUPE_BASH = r"""
+#!/bin/bash
+# Usage: dupes.sh DIR -> one line per group of identical non-empty files (relative paths)
+set -euo pipefail
+cd -- "$1"
+find . -type f -size +0c -printf '%P\n' | LC_ALL=C sort | while IFS= read -r f; do
+  printf '%s %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$f"
+done | LC_ALL=C sort -s -k1,1 \
+  | awk '$1 == h {g = g " " $2; n++; next}
+         {if (n > 1) print g; h = $1; g = $2; n = 1}
+         END {if (n > 1) print g}' | LC_ALL=C sort
+"""
+
+_DUPE_TESTS = r"""
+
+def tree():
+    return {k: v.encode("utf-8") for k, v in CFG["tree"].items()}
+
+
+def test_report():
+    files = tree()
+    want = dupe_text(files)
+    got = read("/app/out/duplicates.txt")
+    assert got == want, f"duplicates.txt:\nexpected\n{want}\ngot\n{got}"
+    groups = dupe_groups(files)
+    waste = sum(len(files[g[0]]) * (len(g) - 1) for g in groups)
+    if CFG["level"] >= 2:
+        got = read("/app/out/reclaimable.txt").strip()
+        assert got == str(waste), f"reclaimable.txt should say {waste}, says {got!r}"
+    if CFG["level"] >= 4:
+        got = json.loads(read("/app/out/summary.json"))
+        want = {"groups": len(groups), "redundant_files": sum(len(g) - 1 for g in groups),
+                "reclaimable_bytes": waste}
+        assert got == want, f"summary.json should be {want}, got {got}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/duplicates.txt", "/app/out/reclaimable.txt",
+                        "/app/out/summary.json"])
+
+
+def test_tree_state():
+    files = tree()
+    for rel, data in files.items():
+        path = os.path.join(CFG["root"], rel)
+        assert os.path.isfile(path), f"{path} is gone"
+        with open(path, "rb") as handle:
+            assert handle.read() == data, f"{path} changed content"
+    if CFG["level"] >= 3:
+        for group in dupe_groups(files):
+            first = os.stat(os.path.join(CFG["root"], group[0]))
+            for other in group[1:]:
+                st = os.stat(os.path.join(CFG["root"], other))
+                assert (st.st_ino, st.st_dev) == (first.st_ino, first.st_dev), (
+                    f"{other} should be a hard link to {group[0]}")
+        singles = [p for p in files if files[p] and not any(p in g for g in dupe_groups(files))]
+        for p in singles:
+            assert os.stat(os.path.join(CFG["root"], p)).st_nlink == 1, f"{p} was linked"
+
+
+def random_tree(rng, folder):
+    blobs = [("x" * rng.randint(1, 30) + str(i)).encode() for i in range(rng.randint(1, 6))]
+    blobs.append(b"")
+    files = {}
+    for _ in range(rng.randint(0, 14)):
+        depth = rng.randint(0, 3)
+        parts = ["".join(rng.choice("abcdz019_-.") for _ in range(rng.randint(1, 6)))
+                 for _ in range(depth)]
+        name = "f" + "".join(rng.choice("abcxyz0129_-.") for _ in range(rng.randint(1, 8)))
+        rel = "/".join(["d" + p for p in parts] + [name])
+        if any(rel.startswith(k + "/") or k.startswith(rel + "/") for k in files):
+            continue
+        files[rel] = rng.choice(blobs)
+        path = os.path.join(folder, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(files[rel])
+    return files
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(5)
+    for i in range(CFG["fresh"]):
+        folder = workdir()
+        files = random_tree(rng, folder)
+        want = dupe_text(files)
+        got = run_program([folder]).stdout
+        assert got == want, f"fresh tree {sorted(files.items())}:\nexpected\n{want}\ngot\n{got}"
+"""
+
+
+@register
+class DupeHunt(Family):
+    """Find groups of byte-identical files in a shared tree (reclaimable space, hard-linking
+    the copies, summary and checksums by level); code asks for a reusable duplicate finder
+    checked on random trees."""
+
+    name = "file_operations.dupe_hunt"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        root = "/app/shared"
+        dirs = ["", "docs/", "backup/", "backup/old/", "projects/q3/", "inbox/", "misc/tmp/"]
+        dirs = dirs[: 3 + level]
+        stems = ["notes", "budget", "minutes", "plan", "draft", "invoice", "memo", "agenda"]
+        blobs = [
+            f"{_words(rng, rng.randint(4, 12))}\nref {rng.randint(1000, 9999)}\n"
+            for _ in range(3 + 2 * level)
+        ]
+        # same size, different content: a size-only comparison is not enough
+        blobs.append(blobs[0][:-2] + ("9" if blobs[0][-2] != "9" else "8") + "\n")
+        tree: dict[str, str] = {}
+        for i in range(6 + 4 * level):
+            rel = f"{rng.choice(dirs)}{rng.choice(stems)}_{i}.txt"
+            tree[rel] = rng.choice(blobs)
+        tree[f"{dirs[-1]}empty_a.txt"] = ""
+        tree[f"{dirs[1]}empty_b.txt"] = ""
+        files = {f"shared/{k}": v for k, v in tree.items()}
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        lang = ctx.language if code else "bash"
+        prog = program_path(lang, "/app/dupes")
+        cfg = {
+            "level": level,
+            "root": root,
+            "tree": tree,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "fresh": 4 if ctx.verifier_kind == "exact_text" else 8 * level + 8,
+        }
+        asks = [
+            "`/app/out/duplicates.txt`: one line per group of two or more files under "
+            f"{root} with byte-identical content, the group's paths relative to {root} "
+            "sorted in byte order and separated by single spaces; lines ordered by their "
+            "first path. Empty files never count as duplicates"
+        ]
+        if level >= 2:
+            asks.append(
+                "`/app/out/reclaimable.txt`: the number of bytes we would free by keeping "
+                "only one copy of each group (just the integer)"
+            )
+        if level >= 3:
+            asks.append(
+                f"then deduplicate {root} in place: in each group, replace every file but the "
+                "first with a hard link to the first; no file may disappear or change "
+                "content, and files that are not duplicates stay as they are"
+            )
+        if level >= 4:
+            asks.append(
+                '`/app/out/summary.json`: `{"groups": G, "redundant_files": R, '
+                '"reclaimable_bytes": B}` (R counts every copy beyond the first of a group)'
+            )
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for duplicates.txt, "
+                "reclaimable.txt and summary.json"
+            )
+        body = (
+            f"Our shared drive at {root} is full of copies of the same documents under "
+            "different names. Please:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nI want the duplicate finder as a reusable {LANGUAGE_NAMES[lang]} "
+                f"program at `{prog}`: it takes a directory and prints the duplicates.txt "
+                "content for that directory (paths relative to it) to stdout."
+            )
+        source = {"python": _DUPE_ORACLE + _DUPE_PY, "bash": _DUPE_BASH}[lang]
+        tool = prog if code else "/tmp/dupes.sh"
+        lines = ["mkdir -p /app/out", heredoc(tool, source)]
+        lines.append(f"{_run(lang, tool)} {root} > /app/out/duplicates.txt")
+        if level >= 2:
+            lines += [
+                "total=0",
+                "while read -r first rest; do",
+                '  [ -n "$rest" ] || continue',
+                f'  size=$(stat -c %s "{root}/$first")',
+                "  copies=$(echo $rest | wc -w)",
+                "  total=$((total + size * copies))",
+                "done < /app/out/duplicates.txt",
+                'echo "$total" > /app/out/reclaimable.txt',
+            ]
+        if level >= 3:
+            lines += [
+                "while read -r first rest; do",
+                "  for other in $rest; do",
+                f'    ln -f "{root}/$first" "{root}/$other"',
+                "  done",
+                "done < /app/out/duplicates.txt",
+            ]
+        if level >= 4:
+            lines += [
+                "groups=$(grep -c . /app/out/duplicates.txt || true)",
+                "redundant=$(awk '{s += NF - 1} END {print s + 0}' /app/out/duplicates.txt)",
+                'echo "{\\"groups\\": $groups, \\"redundant_files\\": $redundant, '
+                '\\"reclaimable_bytes\\": $total}" > /app/out/summary.json',
+                manifest_line(["duplicates.txt", "reclaimable.txt", "summary.json"]),
+                f"find {root} -type f -links +1 | sort | head",
+            ]
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, _DUPE_TESTS, _DUPE_ORACLE)},
+            files=files,
+        )
+
+
+# --- archive_audit ------------------------------------------------------------------------
+
+_ARCH_ORACLE = r'''
+import hashlib
+import io
+import tarfile
+import zipfile
+
+
+def members(path):
+    """{member name: bytes} of the regular files in a tar (any compression) or zip."""
+    out = {}
+    if path.endswith(".zip"):
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.is_dir():
+                    out[info.filename] = zf.read(info)
+    else:
+        with tarfile.open(path, "r:*") as tf:
+            for info in tf.getmembers():
+                if info.isfile():
+                    out[info.name] = tf.extractfile(info).read()
+    return out
+
+
+def audit(manifest_text, archive_paths):
+    """{name: status} with OK / CORRUPT / MISSING / EXTRA."""
+    want = {}
+    for line in manifest_text.splitlines():
+        if line.strip():
+            digest, name = line.split(None, 1)
+            want[name.strip().lstrip("*")] = digest
+    have = {}
+    for path in archive_paths:
+        have.update(members(path))
+    status = {}
+    for name, digest in want.items():
+        if name not in have:
+            status[name] = "MISSING"
+        else:
+            ok = hashlib.sha256(have[name]).hexdigest() == digest
+            status[name] = "OK" if ok else "CORRUPT"
+    for name in have:
+        status.setdefault(name, "EXTRA")
+    return status, have
+
+
+def audit_text(status):
+    return "".join(f"{status[n]} {n}\n" for n in sorted(status))
+'''
+
+_ARCH_PY = r"""
+import sys
+
+if __name__ == "__main__":
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        manifest = handle.read()
+    sys.stdout.write(audit_text(audit(manifest, sys.argv[2:])[0]))
+"""
+
+_ARCH_BASH = r"""
+#!/bin/bash
+# Usage: audit.sh MANIFEST ARCHIVE... -> "STATUS NAME" per member, sorted by name
+set -euo pipefail
+manifest=$1
+shift
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+: > "$work/have"
+i=0
+for archive in "$@"; do
+  i=$((i + 1))
+  mkdir -p "$work/$i"
+  case "$archive" in
+    *.zip) unzip -q -o "$archive" -d "$work/$i" ;;
+    *) tar -xf "$archive" -C "$work/$i" ;;
+  esac
+  (cd "$work/$i" && find . -type f -printf '%P\n' | while IFS= read -r f; do
+    printf '%s %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$f"
+  done) >> "$work/have"
+done
+sed 's/^\([0-9a-f]*\)  *\*\{0,1\}/\1 /' "$manifest" | grep . > "$work/want" || true
+awk 'FILENAME == ARGV[1] {want[$2] = $1; next} {have[$2] = $1}
+     END {
+       for (n in want) print (n in have ? (have[n] == want[n] ? "OK" : "CORRUPT") : "MISSING"), n
+       for (n in have) if (!(n in want)) print "EXTRA", n
+     }' "$work/want" "$work/have" | LC_ALL=C sort -k2,2
+"""
+
+_ARCH_TESTS = r"""
+
+def expected():
+    manifest = pristine("MANIFEST.sha256").decode("utf-8")
+    paths = [os.path.join(HERE, "pristine", os.path.basename(a)) for a in CFG["archives"]]
+    return audit(manifest, paths)
+
+
+def test_audit_report():
+    status, _ = expected()
+    want = audit_text(status)
+    got = read("/app/out/audit.txt")
+    assert got == want, f"audit.txt:\nexpected\n{want}\ngot\n{got}"
+
+
+def test_repack():
+    if not CFG["repack"]:
+        return
+    status, have = expected()
+    path = "/app/out/verified.tar.gz"
+    assert os.path.isfile(path), f"{path} was not written"
+    with open(path, "rb") as handle:
+        assert handle.read(2) == b"\x1f\x8b", f"{path} is not gzip-compressed"
+    got = members(path)
+    ok = {n: have[n] for n, s in status.items() if s == "OK"}
+    assert sorted(got) == sorted(ok), f"{path} should hold exactly {sorted(ok)}, has {sorted(got)}"
+    for name, data in ok.items():
+        assert got[name] == data, f"{name} differs in {path}"
+    if CFG["ratio"]:
+        raw = sum(len(d) for d in ok.values())
+        ratio = os.path.getsize(path) / raw
+        assert ratio <= CFG["ratio"], (
+            f"{path} is {os.path.getsize(path)} bytes for {raw} bytes of members: ratio "
+            f"{ratio:.3f} is above {CFG['ratio']}")
+
+
+def test_level4():
+    if CFG["level"] < 4:
+        return
+    status, have = expected()
+    for name, s in status.items():
+        path = os.path.join("/app/out/quarantine", name)
+        if s in ("CORRUPT", "EXTRA"):
+            assert os.path.isfile(path), f"{path} should hold the {s} member"
+            with open(path, "rb") as handle:
+                assert handle.read() == have[name], f"{path} has the wrong bytes"
+        else:
+            assert not os.path.exists(path), f"{path} should not be quarantined"
+    counts = {k.lower(): 0 for k in ("OK", "CORRUPT", "MISSING", "EXTRA")}
+    for s in status.values():
+        counts[s.lower()] += 1
+    got = json.loads(read("/app/out/summary.json"))
+    assert got == counts, f"summary.json should be {counts}, got {got}"
+    check_manifest("/app/out/checksums.sha256",
+                   ["/app/out/audit.txt", "/app/out/verified.tar.gz", "/app/out/summary.json"])
+
+
+def random_case(rng, folder, index):
+    names = [f"d{rng.randint(0, 3)}/m{i}_{rng.choice('abcxyz')}.dat" for i in range(8)]
+    names = sorted(set(names))
+    blobs = {n: os.urandom(rng.randint(0, 300)) for n in names}
+    manifest, archives = [], []
+    for n in names:
+        r = rng.random()
+        if r < 0.8:
+            digest = hashlib.sha256(blobs[n]).hexdigest()
+            if r > 0.65:
+                digest = hashlib.sha256(blobs[n] + b"!").hexdigest()
+            manifest.append(f"{digest}  {n}")
+    if not manifest:
+        manifest.append(f"{'0' * 64}  never/there.dat")
+    for k in range(rng.randint(1, 3)):
+        kind = rng.choice(["tgz", "zip", "txz"])
+        path = os.path.join(folder, f"a{index}_{k}." + {"tgz": "tar.gz", "zip": "zip",
+                                                         "txz": "tar.xz"}[kind])
+        chosen = [n for j, n in enumerate(names) if j % 3 == k and rng.random() < 0.85]
+        if kind == "zip":
+            with zipfile.ZipFile(path, "w") as zf:
+                for n in chosen:
+                    zf.writestr(n, blobs[n])
+        else:
+            with tarfile.open(path, "w:gz" if kind == "tgz" else "w:xz") as tf:
+                for n in chosen:
+                    info = tarfile.TarInfo(n)
+                    info.size = len(blobs[n])
+                    tf.addfile(info, io.BytesIO(blobs[n]))
+        archives.append(path)
+    mpath = os.path.join(folder, f"m{index}.sha256")
+    with open(mpath, "w") as handle:
+        handle.write("\n".join(manifest) + "\n")
+    return mpath, archives
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(13)
+    folder = workdir()
+    for i in range(CFG["fresh"]):
+        mpath, archives = random_case(rng, folder, i)
+        with open(mpath) as handle:
+            want = audit_text(audit(handle.read(), archives)[0])
+        got = run_program([mpath] + archives).stdout
+        assert got == want, f"fresh case {i}:\nexpected\n{want}\ngot\n{got}"
+"""
+
+
+def _tar_bytes(members: dict[str, bytes], compress: str) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 1700000000, 0o644
+            info.uname = info.gname = "archive"
+            tf.addfile(info, io.BytesIO(data))
+    if compress == "xz":
+        small = [{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 16, "preset": 1}]
+        return lzma.compress(raw.getvalue(), format=lzma.FORMAT_XZ, filters=small)
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+def _zip_bytes(members: dict[str, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=(2024, 1, 2, 3, 4, 6))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, data)
+    return raw.getvalue()
+
+
+@register
+class ArchiveAudit(Family):
+    """Audit delivered archives (tar.gz, zip, tar.xz by level) against a sha256 manifest,
+    repack the verified members under a compression-ratio threshold, quarantine the bad
+    ones; code asks for a reusable auditor checked on random archives."""
+
+    name = "file_operations.archive_audit"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "metric_threshold"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        kinds = ["tar.gz", "zip", "tar.xz"][: {1: 1, 2: 2, 3: 2, 4: 3}[level]]
+        folders = rng.sample(["logs", "exports", "scans", "ledger", "mail"], 3)
+        blobs: dict[str, bytes] = {}
+        for i in range(4 + 3 * level):
+            name = f"{folders[i % 3]}/{rng.choice(['day', 'part', 'batch'])}_{i:02d}.txt"
+            line = f"{_words(rng, 5)} {rng.randint(0, 99)}\n"
+            blobs[name] = (line * rng.randint(40, 90) + _words(rng, 3) + "\n").encode()
+        names = sorted(blobs)
+        manifest = []
+        bad = set(rng.sample(names, 1 + level // 2))
+        missing = set(rng.sample([n for n in names if n not in bad], 1 + (level >= 3)))
+        extra = {rng.choice([n for n in names if n not in bad | missing])}
+        for n in names:
+            if n in extra:
+                continue
+            digest = hashlib.sha256(blobs[n] + (b"x" if n in bad else b"")).hexdigest()
+            manifest.append(f"{digest}  {n}")
+        manifest_text = "\n".join(manifest) + "\n"
+        shipped = [n for n in names if n not in missing]
+        files: dict[str, str | bytes] = {"incoming/MANIFEST.sha256": manifest_text}
+        tests: dict[str, str | bytes] = {"pristine/MANIFEST.sha256": manifest_text}
+        archives = []
+        for k, kind in enumerate(kinds):
+            part = {n: blobs[n] for j, n in enumerate(shipped) if j % len(kinds) == k}
+            data = _zip_bytes(part) if kind == "zip" else _tar_bytes(part, kind[-2:])
+            fname = f"delivery_{k + 1}.{kind}"
+            files[f"incoming/{fname}"] = data
+            tests[f"pristine/{fname}"] = data
+            archives.append(f"/app/incoming/{fname}")
+        code = ctx.needs_code
+        lang = ctx.language if code else "bash"
+        prog = program_path(lang, "/app/audit")
+        ratio = 0.3 if ctx.verifier_kind == "metric_threshold" else 0
+        repack = level >= 3 or bool(ratio)
+        cfg = {
+            "level": level,
+            "archives": archives,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "repack": repack,
+            "ratio": ratio,
+            "fresh": 6 if ctx.verifier_kind == "exact_text" else 10,
+        }
+        listed = ", ".join(a.removeprefix("/app/incoming/") for a in archives)
+        asks = [
+            "`/app/out/audit.txt`: one line `STATUS NAME` per file name (member path) that "
+            "appears in the manifest or in any archive, sorted by name in byte order, with "
+            "STATUS `OK` (shipped, sha256 matches), `CORRUPT` (shipped, sha256 differs), "
+            "`MISSING` (in the manifest, in no archive) or `EXTRA` (shipped, not in the "
+            "manifest)"
+        ]
+        if repack:
+            limit = f"; it must be at most {ratio:.0%} of the members' total size" if ratio else ""
+            asks.append(
+                "`/app/out/verified.tar.gz`: a gzip-compressed tar holding exactly the OK "
+                f"members under their original member paths{limit}"
+            )
+        if level >= 4:
+            asks.append(
+                "`/app/out/quarantine/NAME`: every CORRUPT or EXTRA member, extracted "
+                "under its member path (nothing else in there)"
+            )
+            asks.append(
+                '`/app/out/summary.json`: `{"ok": A, "corrupt": B, "missing": C, "extra": D}`'
+            )
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for audit.txt, verified.tar.gz "
+                "and summary.json"
+            )
+        body = (
+            f"A supplier delivered {listed} in /app/incoming together with "
+            "/app/incoming/MANIFEST.sha256 (sha256sum format, member paths). Don't modify the "
+            "deliveries; check them and give me:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nWe get these every week, so write the check as a reusable "
+                f"{LANGUAGE_NAMES[lang]} program at `{prog}`: `MANIFEST ARCHIVE...` "
+                "(tar with any compression, or zip) prints the audit.txt content to stdout."
+            )
+        source = {"python": _ARCH_ORACLE + _ARCH_PY, "bash": _ARCH_BASH}[lang]
+        tool = prog if code else "/tmp/audit.sh"
+        run = _run(lang, tool)
+        lines = [
+            "mkdir -p /app/out",
+            heredoc(tool, source),
+            f"{run} /app/incoming/MANIFEST.sha256 {' '.join(archives)} > /app/out/audit.txt",
+        ]
+        if repack:
+            lines += ["rm -rf /tmp/unpacked /tmp/good", "mkdir -p /tmp/unpacked /tmp/good"]
+            for archive in archives:
+                if archive.endswith(".zip"):
+                    lines.append(f"unzip -q -o {archive} -d /tmp/unpacked")
+                else:
+                    lines.append(f"tar -xf {archive} -C /tmp/unpacked")
+            lines += [
+                "awk '$1 == \"OK\" {print $2}' /app/out/audit.txt > /tmp/ok.list",
+                "(cd /tmp/unpacked && xargs -r cp --parents -t /tmp/good < /tmp/ok.list)",
+                "tar -C /tmp/good -cf - -T /tmp/ok.list | gzip -9 > /app/out/verified.tar.gz",
+            ]
+        if level >= 4:
+            lines += [
+                'awk \'$1 == "CORRUPT" || $1 == "EXTRA" {print $2}\' /app/out/audit.txt '
+                "> /tmp/bad.list",
+                "mkdir -p /app/out/quarantine",
+                "(cd /tmp/unpacked && xargs -r cp --parents -t /app/out/quarantine "
+                "< /tmp/bad.list)",
+                "ok=$(grep -c '^OK ' /app/out/audit.txt || true)",
+                "corrupt=$(grep -c '^CORRUPT ' /app/out/audit.txt || true)",
+                "missing=$(grep -c '^MISSING ' /app/out/audit.txt || true)",
+                "extra=$(grep -c '^EXTRA ' /app/out/audit.txt || true)",
+                'echo "{\\"ok\\": $ok, \\"corrupt\\": $corrupt, \\"missing\\": $missing, '
+                '\\"extra\\": $extra}" > /app/out/summary.json',
+                manifest_line(["audit.txt", "verified.tar.gz", "summary.json"]),
+            ]
+        tests["test_task.py"] = test_file(cfg, _ARCH_TESTS, _ARCH_ORACLE + _PRISTINE)
+        return Draft(instruction=body, solution="\n".join(lines), tests=tests, files=files)
+
+
+# --- inbox_sorter -------------------------------------------------------------------------
+
+_SORT_ORACLE = r'''
+import re
+
+
+def parse_rules(text):
+    rules = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and not fields[0].startswith("#"):
+            rules[fields[0].lower()] = fields[1]
+    return rules
+
+
+def destination(name, rules):
+    """category/year/name for a file called ``name``."""
+    base = name[1:] if name.startswith(".") else name
+    ext = base.rsplit(".", 1)[1].lower() if "." in base else ""
+    category = rules.get(ext, "misc") if ext else "misc"
+    found = re.search(r"([0-9]{4})-[0-9]{2}-[0-9]{2}", name)
+    return f"{category}/{found.group(1) if found else 'undated'}/{name}"
+
+
+def plan(rels, rules):
+    """[(source relative path, destination relative path)] in byte order of the source."""
+    return [(rel, destination(rel.rsplit("/", 1)[-1], rules))
+            for rel in sorted(rels, key=lambda r: r.encode("utf-8"))]
+'''
+
+_SORT_PY = r"""
+import os
+import shutil
+import sys
+
+if __name__ == "__main__":
+    rules_path, src, dest = sys.argv[1:4]
+    with open(rules_path, encoding="utf-8") as handle:
+        rules = parse_rules(handle.read())
+    rels = []
+    for folder, _, names in os.walk(src):
+        rels += [os.path.relpath(os.path.join(folder, n), src) for n in names]
+    for rel, target in plan(rels, rules):
+        os.makedirs(os.path.dirname(os.path.join(dest, target)), exist_ok=True)
+        shutil.move(os.path.join(src, rel), os.path.join(dest, target))
+        sys.stdout.write(f"{rel}\t{target}\n")
+"""
+
+_SORT_BASH = r"""
+#!/bin/bash
+# Usage: sorter.sh RULES SRC DEST -> moves every file, prints "SOURCE<TAB>DESTINATION"
+set -euo pipefail
+rules=$1 src=$2 dest=$3
+declare -A category=()
+while read -r ext cat rest; do
+  [[ -z $ext || $ext == \#* || -z $cat || -n $rest ]] && continue
+  category[${ext,,}]=$cat
+done < "$rules"
+find "$src" -type f -printf '%P\0' | LC_ALL=C sort -z | while IFS= read -r -d '' rel; do
+  name=${rel##*/}
+  base=${name#.}
+  ext=""
+  [[ $base == *.* ]] && ext=${base##*.} && ext=${ext,,}
+  cat=misc
+  [[ -n $ext && -n ${category[$ext]+set} ]] && cat=${category[$ext]}
+  year=undated
+  [[ $name =~ ([0-9]{4})-[0-9]{2}-[0-9]{2} ]] && year=${BASH_REMATCH[1]}
+  mkdir -p -- "$dest/$cat/$year"
+  mv -- "$src/$rel" "$dest/$cat/$year/$name"
+  printf '%s\t%s\n' "$rel" "$cat/$year/$name"
+done
+"""
+
+_SORT_SERVER = r"""
+import http.server
+import json
+import os
+import urllib.parse
+
+ROOT = "/app/sorted"
+MOVES = "/app/out/moves.tsv"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def reply(self, code, body, kind="application/json"):
+        data = body.encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/categories":
+            counts = {}
+            for entry in sorted(os.listdir(ROOT)):
+                if os.path.isdir(os.path.join(ROOT, entry)):
+                    counts[entry] = sum(len(f) for _, _, f in os.walk(os.path.join(ROOT, entry)))
+            return self.reply(200, json.dumps(counts))
+        if url.path == "/where":
+            wanted = urllib.parse.parse_qs(url.query).get("name", [""])[0]
+            with open(MOVES, encoding="utf-8") as handle:
+                for line in handle:
+                    source, _, target = line.rstrip("\n").partition("\t")
+                    if source == wanted:
+                        return self.reply(200, target + "\n", "text/plain")
+            return self.reply(404, "not found\n", "text/plain")
+        return self.reply(404, "not found\n", "text/plain")
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+"""
+
+_SORT_TESTS = r"""
+import urllib.error
+import urllib.parse
+
+
+def rules():
+    return parse_rules(CFG["rules"])
+
+
+def test_moved_and_manifest():
+    moves = plan(list(CFG["inbox"]), rules())
+    want = "".join(f"{a}\t{b}\n" for a, b in moves)
+    got = read("/app/out/moves.tsv")
+    assert got == want, f"moves.tsv:\nexpected\n{want}\ngot\n{got}"
+    for source, target in moves:
+        path = os.path.join("/app/sorted", target)
+        assert os.path.isfile(path), f"{path} is missing"
+        with open(path, "rb") as handle:
+            assert handle.read() == CFG["inbox"][source].encode("utf-8"), f"{path} differs"
+    left = [os.path.join(d, n) for d, _, names in os.walk("/app/inbox") for n in names]
+    assert not left, f"files left in /app/inbox: {left}"
+    if CFG["level"] >= 3:
+        dirs = [d for d, _, _ in os.walk("/app/inbox") if d != "/app/inbox"]
+        assert not dirs, f"empty folders left in /app/inbox: {dirs}"
+
+
+def test_counts_and_index():
+    moves = plan(list(CFG["inbox"]), rules())
+    counts = {}
+    for _, target in moves:
+        counts[target.split("/")[0]] = counts.get(target.split("/")[0], 0) + 1
+    if CFG["level"] >= 2:
+        want = "".join(f"{c} {n}\n" for c, n in sorted(counts.items()))
+        got = read("/app/out/counts.txt")
+        assert got == want, f"counts.txt:\nexpected\n{want}\ngot\n{got}"
+    if CFG["level"] >= 4:
+        index = {}
+        for _, target in moves:
+            cat, year, name = target.split("/", 2)
+            index.setdefault(cat, {}).setdefault(year, []).append(name)
+        index = {c: {y: sorted(v) for y, v in ys.items()} for c, ys in index.items()}
+        got = json.loads(read("/app/out/index.json"))
+        assert got == index, f"index.json should be {index}, got {got}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/moves.tsv", "/app/out/counts.txt", "/app/out/index.json"])
+
+
+ODD = ["-n report 2024-01-05.PDF", "two  spaces.txt", ".hidden", ".env.CSV", "..dots.Png",
+       "noext", "trailing.", "archive.tar.gz", "été 2023-07-14.jpg", "a'quote\".txt",
+       "$(touch pwned).txt", "*.csv", "back\\slash.md", "x 1999-12-31 2005-01-01.TXT"]
+
+
+def fresh_inbox(rng, folder, adversarial):
+    files = {}
+    for i in range(rng.randint(1, 9)):
+        if adversarial and rng.random() < 0.6:
+            name = rng.choice(ODD)
+        else:
+            name = f"f{i}_{rng.choice(['2021-03-04', 'x', '1999-12-31'])}." + rng.choice(
+                ["pdf", "JPG", "csv", "md", "bin", "txt"])
+        sub = rng.choice(["", "a/", "a/b c/", "-d/"]) if CFG["level"] >= 3 else ""
+        rel = sub + name
+        if any(r.rsplit("/", 1)[-1] == name for r in files):
+            continue
+        files[rel] = f"content {i} {rng.random()}\n"
+        path = os.path.join(folder, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(files[rel])
+    return files
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(3)
+    for i in range(CFG["fresh"]):
+        base = workdir()
+        src, dest = os.path.join(base, "in"), os.path.join(base, "out")
+        os.makedirs(src)
+        files = fresh_inbox(rng, src, CFG["adversarial"])
+        rules_path = os.path.join(base, "rules.conf")
+        with open(rules_path, "w") as handle:
+            handle.write(CFG["rules"])
+        moves = plan(list(files), rules())
+        want = "".join(f"{a}\t{b}\n" for a, b in moves)
+        got = run_program([rules_path, src, dest], timeout=60).stdout
+        assert got == want, f"fresh inbox {sorted(files)}:\nexpected\n{want}\ngot\n{got}"
+        for source, target in moves:
+            path = os.path.join(dest, target)
+            assert os.path.isfile(path), f"{source} was not moved to {path}"
+    assert not os.path.exists(os.path.join(os.getcwd(), "pwned")), "a file name was executed"
+
+
+def test_service():
+    if not CFG["service"]:
+        return
+    port = CFG["port"]
+    status, body = http_get(port, "/categories")
+    counts = {}
+    for _, target in plan(list(CFG["inbox"]), rules()):
+        counts[target.split("/")[0]] = counts.get(target.split("/")[0], 0) + 1
+    assert status == 200 and json.loads(body) == counts, f"/categories answered {body!r}"
+    probe_dir = "/app/sorted/probe_cat/2020"
+    os.makedirs(probe_dir, exist_ok=True)
+    with open(os.path.join(probe_dir, "probe.txt"), "w") as handle:
+        handle.write("probe\n")
+    status, body = http_get(port, "/categories")
+    assert json.loads(body).get("probe_cat") == 1, f"/categories is not live: {body!r}"
+    for source, target in plan(list(CFG["inbox"]), rules())[:4]:
+        status, body = http_get(port, "/where?name=" + urllib.parse.quote(source))
+        assert status == 200 and body.strip() == target, f"/where {source!r} answered {body!r}"
+    try:
+        status, _ = http_get(port, "/where?name=no-such-file.zzz")
+    except urllib.error.HTTPError as error:
+        status = error.code
+    assert status == 404, f"/where for an unknown file should be 404, got {status}"
+"""
+
+_CATEGORIES = [
+    ("pdf", "documents"),
+    ("docx", "documents"),
+    ("md", "documents"),
+    ("jpg", "images"),
+    ("png", "images"),
+    ("csv", "data"),
+    ("json", "data"),
+    ("txt", "notes"),
+]
+
+_ODD_NAMES = [
+    "-rf scan 2023-02-11.PDF",
+    "holiday  photo 2022-08-30.JPG",
+    ".env.CSV",
+    ".bashrc",
+    "README",
+    "draft.",
+    "backup.tar.gz",
+    "café menu 2024-03-03.md",
+    "$(id) 2021-01-01.txt",
+    'it\'s "final".docx',
+]
+
+
+@register
+class InboxSorter(Family):
+    """Sort a messy inbox into category/year folders by an extension rules file, with a moves
+    manifest (counts, nested folders, an index by level); adversarial file names; code asks
+    for a reusable sorter, services for a live HTTP index of the sorted tree."""
+
+    name = "file_operations.inbox_sorter"
+    domain = "file_operations"
+    verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+    services = True
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        adversarial = ctx.verifier_kind == "adversarial_corpus"
+        chosen = rng.sample(_CATEGORIES, 4 + level)
+        rules = "# extension category\n" + "".join(f"{e} {c}\n" for e, c in chosen)
+        exts = [e for e, _ in chosen] + ["zip", "log"]
+        subdirs = [""] if level < 3 else ["", "old/", "phone/2023/", "scans/"]
+        inbox: dict[str, str] = {}
+        used: set[str] = set()
+        odd = rng.sample(_ODD_NAMES, 3 + level) if adversarial else []
+        for i in range(4 + 3 * level + len(odd)):
+            if i < len(odd):
+                name = odd[i]
+            else:
+                ext = rng.choice(exts)
+                ext = ext.upper() if rng.random() < 0.2 else ext
+                date = rng.choice(["", f"_{rng.randint(2015, 2024)}-0{rng.randint(1, 9)}-1{i % 9}"])
+                name = f"{rng.choice(['IMG', 'scan', 'notes', 'export', 'memo'])}_{i}{date}.{ext}"
+            if name in used:
+                continue
+            used.add(name)
+            inbox[rng.choice(subdirs) + name] = f"{_words(rng, 6)} {i}\n"
+        files = {f"inbox/{rel}": text for rel, text in inbox.items()}
+        files["rules.conf"] = rules
+        serve = ctx.needs_service
+        code = ctx.needs_code
+        lang = ctx.language if code else "bash"
+        prog = program_path(lang, "/app/sorter")
+        port = 8000 + rng.randint(100, 899)
+        cfg = {
+            "level": level,
+            "rules": rules,
+            "inbox": inbox,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "adversarial": adversarial,
+            "service": serve,
+            "port": port,
+            "fresh": 4 if not adversarial else 12,
+        }
+        asks = [
+            "move every file of /app/inbox"
+            + (" (including subfolders)" if level >= 3 else "")
+            + " to `/app/sorted/CATEGORY/YEAR/NAME` (NAME unchanged). The extension is "
+            "what follows the last dot of the name, ignoring one leading dot, compared "
+            "case-insensitively; CATEGORY comes from /app/rules.conf (`extension category` "
+            "lines, `#` comments) and is `misc` for unknown or missing extensions. YEAR is "
+            "the year of the first `YYYY-MM-DD` date in the name, else `undated`",
+            "`/app/out/moves.tsv`: one line `SOURCE<TAB>DESTINATION` per file, SOURCE relative "
+            "to /app/inbox and DESTINATION relative to /app/sorted, ordered by SOURCE in byte "
+            "order",
+        ]
+        if level >= 2:
+            asks.append(
+                "`/app/out/counts.txt`: `CATEGORY COUNT` lines sorted by category, for the "
+                "categories that received files"
+            )
+        if level >= 3:
+            asks.append("leave no empty folders behind in /app/inbox (keep /app/inbox itself)")
+        if level >= 4:
+            asks.append(
+                '`/app/out/index.json`: `{"CATEGORY": {"YEAR": [NAME, ...]}}` with sorted '
+                "name lists"
+            )
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for moves.tsv, counts.txt "
+                "and index.json"
+            )
+        body = (
+            "Everything people drop into /app/inbox piles up unsorted. Please file it:\n\n"
+            + bullets(asks)
+        )
+        if adversarial:
+            body += (
+                "\n\nCareful: people use all kinds of file names (spaces, quotes, leading "
+                "dashes, shell characters, non-ASCII letters); every one must survive as is."
+            )
+        if code:
+            body += (
+                f"\n\nWrite the sorter as a reusable {LANGUAGE_NAMES[lang]} program at "
+                f"`{prog}`: `RULES SOURCE_DIR DEST_DIR` moves every file of SOURCE_DIR "
+                "(recursively) into that layout under DEST_DIR and prints the moves.tsv "
+                "lines for it to stdout."
+            )
+        if serve:
+            body += (
+                f"\n\nFinally leave a small HTTP service running on 127.0.0.1:{port}: `GET "
+                "/categories` → 200 JSON object mapping every folder directly under "
+                "/app/sorted to the number of files below it, computed at request time; "
+                "`GET /where?name=SOURCE` → 200 text/plain with the DESTINATION of that "
+                "SOURCE from moves.tsv, 404 when it is not listed."
+            )
+        source = {"python": _SORT_ORACLE + _SORT_PY, "bash": _SORT_BASH}[lang]
+        tool = prog if code else "/tmp/sorter.sh"
+        lines = [
+            "mkdir -p /app/out /app/sorted",
+            heredoc(tool, source),
+            f"{_run(lang, tool)} /app/rules.conf /app/inbox /app/sorted > /app/out/moves.tsv",
+        ]
+        if level >= 2:
+            lines.append(
+                "cut -f2 /app/out/moves.tsv | cut -d/ -f1 | LC_ALL=C sort | uniq -c "
+                "| awk '{print $2, $1}' > /app/out/counts.txt"
+            )
+        if level >= 3:
+            lines.append("find /app/inbox -mindepth 1 -depth -type d -empty -delete")
+        if level >= 4:
+            lines += [
+                "python3 - <<'TMAX_PY'",
+                "import json",
+                "index = {}",
+                "for line in open('/app/out/moves.tsv', encoding='utf-8'):",
+                "    cat, year, name = line.rstrip('\\n').split('\\t')[1].split('/', 2)",
+                "    index.setdefault(cat, {}).setdefault(year, []).append(name)",
+                "index = {c: {y: sorted(n) for y, n in ys.items()} for c, ys in index.items()}",
+                "with open('/app/out/index.json', 'w', encoding='utf-8') as out:",
+                "    json.dump(index, out, ensure_ascii=False, indent=1, sort_keys=True)",
+                "TMAX_PY",
+                manifest_line(["moves.tsv", "counts.txt", "index.json"]),
+                "find /app/sorted -type f | wc -l",
+                'test -z "$(find /app/inbox -mindepth 1 -print -quit)"',
+                "cat /app/out/counts.txt",
+                "wc -l < /app/out/moves.tsv",
+                "(cd /app/out && sha256sum -c --quiet checksums.sha256)",
+                "python3 -m json.tool /app/out/index.json > /dev/null",
+            ]
+        if serve:
+            server = _SORT_SERVER.replace('"127.0.0.1", PORT', f'"127.0.0.1", {port}')
+            lines.append(heredoc("/app/indexd.py", server))
+            lines.append(start_service("python3 /app/indexd.py", port, "/app/indexd.log"))
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, _SORT_TESTS, _SORT_ORACLE)},
+            files=files,
+            keep_agent_processes=serve,
+        )

@@ -1,1 +1,1370 @@
 """Task families of the system_administration domain."""
+
+from __future__ import annotations
+
+import gzip
+
+from tmax.generate.families._common import LANGUAGE_NAMES, bullets, program_path
+from tmax.generate.families.scientific_computing import (
+    code_language,
+    heredoc,
+    manifest_line,
+    start_service,
+    test_file,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+# --- auth_failures -----------------------------------------------------------------------
+
+_AUTH_ORACLE = r'''
+import re
+
+_FAIL = re.compile(r"sshd\[\d+\]: Failed password for (invalid user )?(\S+) from (\S+) port \d+")
+_OK = re.compile(r"sshd\[\d+\]: Accepted (password|publickey) for (\S+) from (\S+) port \d+")
+
+
+def auth_scan(texts):
+    """(failures per ip, accepted ips, failures per user)."""
+    fails, users, accepted = {}, {}, set()
+    for text in texts:
+        for line in text.splitlines():
+            m = _FAIL.search(line)
+            if m:
+                fails[m.group(3)] = fails.get(m.group(3), 0) + 1
+                users[m.group(2)] = users.get(m.group(2), 0) + 1
+                continue
+            m = _OK.search(line)
+            if m:
+                accepted.add(m.group(3))
+    return fails, accepted, users
+
+
+def ranking(counts):
+    return "".join(f"{n} {k}\n" for k, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+'''
+
+_AUTH_PY = r"""
+import sys
+
+if __name__ == "__main__":
+    texts = []
+    for path in sys.argv[1:]:
+        with open(path, errors="replace") as handle:
+            texts.append(handle.read())
+    sys.stdout.write(ranking(auth_scan(texts)[0]))
+"""
+
+_AUTH_BASH = r"""
+#!/bin/bash
+# Usage: failures.sh LOG... -> "COUNT IP" per source of failed SSH passwords
+set -euo pipefail
+cat "$@" | LC_ALL=C sed -n -E \
+  's/.*sshd\[[0-9]+\]: Failed password for (invalid user )?[^ ]+ from ([^ ]+) port [0-9]+.*/\2/p' \
+  | LC_ALL=C sort | uniq -c | awk '{print $1, $2}' | LC_ALL=C sort -k1,1nr -k2,2
+"""
+
+_AUTH_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ctype.h>
+
+static char ips[100000][64];
+static long counts[100000];
+static long n;
+
+static int order(const void *a, const void *b) {
+    long i = *(const long *)a, j = *(const long *)b;
+    if (counts[i] != counts[j]) return counts[i] < counts[j] ? 1 : -1;
+    return strcmp(ips[i], ips[j]);
+}
+
+/* The source address of a "sshd[PID]: Failed password for [invalid user ]USER from IP port N"
+   line, or NULL. */
+static int failed_ip(const char *line, char *ip) {
+    const char *p = strstr(line, "sshd[");
+    while (p) {
+        const char *q = p + 5;
+        if (isdigit((unsigned char)*q)) {
+            while (isdigit((unsigned char)*q)) q++;
+            if (strncmp(q, "]: Failed password for ", 23) == 0) {
+                q += 23;
+                if (strncmp(q, "invalid user ", 13) == 0) q += 13;
+                const char *sp = strchr(q, ' ');
+                if (sp && sp > q && strncmp(sp, " from ", 6) == 0) {
+                    const char *a = sp + 6, *e = strchr(a, ' ');
+                    if (e && e > a && e - a < 64 && strncmp(e, " port ", 6) == 0
+                        && isdigit((unsigned char)e[6])) {
+                        memcpy(ip, a, e - a);
+                        ip[e - a] = 0;
+                        return 1;
+                    }
+                }
+            }
+        }
+        p = strstr(p + 1, "sshd[");
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    char line[4096], ip[64];
+    for (int a = 1; a < argc; a++) {
+        FILE *fp = fopen(argv[a], "r");
+        if (!fp) { perror(argv[a]); return 1; }
+        while (fgets(line, sizeof line, fp)) {
+            if (!failed_ip(line, ip)) continue;
+            long i;
+            for (i = 0; i < n && strcmp(ips[i], ip) != 0; i++) {}
+            if (i == n) { strcpy(ips[n], ip); counts[n++] = 0; }
+            counts[i]++;
+        }
+        fclose(fp);
+    }
+    long *idx = malloc((n + 1) * sizeof *idx);
+    for (long i = 0; i < n; i++) idx[i] = i;
+    qsort(idx, n, sizeof *idx, order);
+    for (long i = 0; i < n; i++) printf("%ld %s\n", counts[idx[i]], ips[idx[i]]);
+    return 0;
+}
+"""
+
+_AUTH_TESTS = r"""
+
+def log_texts():
+    texts = []
+    for path in CFG["logs"]:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt") as handle:
+                texts.append(handle.read())
+        else:
+            texts.append(read(path))
+    return texts
+
+
+def random_log(rng):
+    lines = []
+    for _ in range(rng.randint(0, 60)):
+        ip = "%d.%d.%d.%d" % (rng.choice([10, 192, 203]), rng.randint(0, 2), rng.randint(0, 3),
+                              rng.randint(1, 9))
+        user = rng.choice(["root", "admin", "alice", "git", "oracle"])
+        pid = rng.randint(100, 99999)
+        kind = rng.random()
+        if kind < 0.5:
+            inv = "invalid user " if rng.random() < 0.4 else ""
+            port = rng.randint(1024, 65535)
+            msg = f"sshd[{pid}]: Failed password for {inv}{user} from {ip} port {port} ssh2"
+        elif kind < 0.65:
+            msg = f"sshd[{pid}]: Accepted publickey for {user} from {ip} port 22 ssh2"
+        elif kind < 0.8:
+            msg = f"sshd[{pid}]: Connection closed by {ip} port 4444 [preauth]"
+        elif kind < 0.9:
+            msg = f"CRON[{pid}]: pam_unix(cron:session): session opened for user {user}"
+        else:
+            msg = f"sudo: {user} : Failed password for {user} from {ip} port 1 (not sshd)"
+        lines.append(f"Mar {rng.randint(1, 28):2d} 0{rng.randint(0, 9)}:12:33 web01 {msg}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def test_ranking():
+    fails, accepted, users = auth_scan(log_texts())
+    got = read("/app/out/failures.txt")
+    assert got == ranking(fails), f"failures.txt:\nexpected\n{ranking(fails)}\ngot\n{got}"
+    if CFG["level"] >= 2:
+        got = read("/app/out/users.txt")
+        assert got == ranking(users), f"users.txt:\nexpected\n{ranking(users)}\ngot\n{got}"
+    if CFG["level"] >= 3:
+        want = sorted((ip for ip, n in fails.items()
+                       if n >= CFG["limit"] and ip not in accepted),
+                      key=lambda ip: tuple(int(x) for x in ip.split(".")))
+        got = [l for l in read("/app/out/blocklist.txt").split("\n") if l]
+        assert got == want, f"blocklist.txt should be {want}, got {got}"
+    if CFG["level"] >= 4:
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"failed_attempts": sum(fails.values()), "sources": len(fails),
+                "blocked": len([ip for ip, n in fails.items()
+                                if n >= CFG["limit"] and ip not in accepted])}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256", ["/app/out/failures.txt",
+                       "/app/out/users.txt", "/app/out/blocklist.txt"])
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(22)
+    folder = workdir()
+    for i in range(CFG["fresh"]):
+        paths, texts = [], []
+        for j in range(rng.randint(1, 3)):
+            text = random_log(rng)
+            path = os.path.join(folder, f"auth{i}_{j}.log")
+            with open(path, "w") as handle:
+                handle.write(text)
+            paths.append(path)
+            texts.append(text)
+        want = ranking(auth_scan(texts)[0])
+        got = run_program(paths).stdout
+        assert got == want, f"fresh logs {texts}:\nexpected\n{want}\ngot\n{got}"
+"""
+
+
+def _auth_log(rng, lines: int, ips: list[str], users: list[str]) -> str:
+    out = []
+    minute = rng.randint(0, 50)
+    for i in range(lines):
+        ip, user, pid = rng.choice(ips), rng.choice(users), rng.randint(1000, 65000)
+        kind = rng.random()
+        if kind < 0.55:
+            inv = "invalid user " if user in ("admin", "test", "oracle") else ""
+            msg = (
+                f"sshd[{pid}]: Failed password for {inv}{user} from {ip} port "
+                f"{rng.randint(1024, 65535)} ssh2"
+            )
+        elif kind < 0.7:
+            msg = f"sshd[{pid}]: Accepted publickey for {user} from {ip} port 22 ssh2"
+        elif kind < 0.85:
+            msg = f"sshd[{pid}]: Disconnected from authenticating user {user} {ip} port 22"
+        else:
+            msg = f"CRON[{pid}]: pam_unix(cron:session): session closed for user root"
+        stamp = (
+            f"Jun {10 + i // 40:2d} {8 + (minute + i) // 60 % 12:02d}:{(minute + i) % 60:02d}:07"
+        )
+        out.append(f"{stamp} bastion {msg}")
+    return "\n".join(out) + "\n"
+
+
+@register
+class AuthFailures(Family):
+    """Rank SSH brute-force sources from auth logs (users, blocklists, rotated/gzipped logs by
+    level); code asks for a reusable ranking program checked on random logs."""
+
+    name = "system_administration.auth_failures"
+    domain = "system_administration"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash", "c"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        ips = [
+            f"{rng.choice([45, 103, 185, 10])}.{rng.randint(0, 255)}.{rng.randint(0, 255)}."
+            f"{rng.randint(1, 254)}"
+            for _ in range(3 + 2 * level)
+        ]
+        users = rng.sample(["root", "admin", "deploy", "alice", "test", "oracle", "backup"], 4)
+        files: dict[str, str | bytes] = {}
+        logs = ["/app/logs/auth.log"]
+        files["logs/auth.log"] = _auth_log(rng, 15 + 10 * level, ips, users)
+        if level >= 2:
+            files["logs/auth.log.1"] = _auth_log(rng, 20 + 5 * level, ips, users)
+            logs.append("/app/logs/auth.log.1")
+        if level >= 4:
+            text = _auth_log(rng, 30, ips, users)
+            files["logs/auth.log.2.gz"] = gzip.compress(text.encode(), mtime=0)
+            logs.append("/app/logs/auth.log.2.gz")
+        limit = rng.choice([3, 4, 5])
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/failures")
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        cfg = {
+            "level": level,
+            "logs": logs,
+            "limit": limit,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "fresh": 3 if ctx.verifier_kind == "exact_text" else 5 * level + 5,
+        }
+        scope = (
+            "/app/logs/auth.log"
+            if level == 1
+            else "every log under /app/logs (current, rotated"
+            + (" and gzipped" if level >= 4 else "")
+            + ")"
+        )
+        asks = [
+            f"`/app/out/failures.txt`: for {scope}, lines `COUNT IP` counting sshd "
+            "`Failed password` lines per source address, most first, ties by IP as "
+            "text (byte order)"
+        ]
+        if level >= 2:
+            asks.append(
+                "`/app/out/users.txt`: the same `COUNT USER` ranking by targeted "
+                "account name (for `invalid user X` the account is X)"
+            )
+        if level >= 3:
+            asks.append(
+                f"`/app/out/blocklist.txt`: IPs with at least {limit} failures that "
+                "never had an `Accepted` sshd login, one per line, in numeric address "
+                "order"
+            )
+        if level >= 4:
+            asks.append(
+                '`/app/out/summary.json`: `{"failed_attempts": F, "sources": S, "blocked": B}`'
+            )
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for failures.txt, "
+                "users.txt and blocklist.txt"
+            )
+        body = (
+            "Our bastion host is being hammered over SSH. Please go through the logs and "
+            "produce:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nI also want the per-IP ranking as a reusable {LANGUAGE_NAMES[lang]} "
+                f"program at `{prog}`: it takes one or more plain-text log paths and "
+                "prints the failures.txt content for them to stdout. Only sshd lines count."
+            )
+        source = {"python": _AUTH_ORACLE + _AUTH_PY, "bash": _AUTH_BASH, "c": _AUTH_C}[lang]
+        tool = prog if code else "/tmp/failures.sh"
+        run = {"python": f"python3 {tool}", "bash": f"bash {tool}"}.get(lang, "/tmp/failures")
+        lines = ["mkdir -p /app/out /tmp/logs", heredoc(tool, source)]
+        if lang == "c" and code:
+            lines.append("gcc -O2 -std=c11 -o /tmp/failures /app/failures.c")
+        plain = []
+        for log in logs:
+            if log.endswith(".gz"):
+                lines.append(f"gzip -dc {log} > /tmp/logs/auth.log.2")
+                plain.append("/tmp/logs/auth.log.2")
+            else:
+                plain.append(log)
+        lines.append(f"{run} {' '.join(plain)} > /app/out/failures.txt")
+        if level >= 2:
+            lines.append(
+                f"cat {' '.join(plain)} | sed -n -E 's/.*sshd\\[[0-9]+\\]: Failed "
+                "password for (invalid user )?([^ ]+) from [^ ]+ port [0-9]+.*/\\2/p' "
+                "| LC_ALL=C sort | uniq -c | awk '{print $1, $2}' | "
+                "LC_ALL=C sort -k1,1nr -k2,2 > /app/out/users.txt"
+            )
+        if level >= 3:
+            lines.append(
+                f"cat {' '.join(plain)} | sed -n -E 's/.*sshd\\[[0-9]+\\]: Accepted "
+                "[a-z]+ for [^ ]+ from ([^ ]+) port.*/\\1/p' | sort -u > /tmp/ok_ips"
+            )
+            lines.append(
+                f"awk -v n={limit} '$1 >= n {{print $2}}' /app/out/failures.txt "
+                "| grep -vxFf /tmp/ok_ips | sort -t. -k1,1n -k2,2n -k3,3n -k4,4n "
+                "> /app/out/blocklist.txt || true"
+            )
+        if level >= 4:
+            lines.append("attempts=$(awk '{s += $1} END {print s + 0}' /app/out/failures.txt)")
+            lines.append("sources=$(grep -c . /app/out/failures.txt || true)")
+            lines.append("blocked=$(grep -c . /app/out/blocklist.txt || true)")
+            lines.append(
+                'printf \'{"failed_attempts": %d, "sources": %d, "blocked": %d}\\n\' '
+                '"$attempts" "$sources" "$blocked" > /app/out/summary.json'
+            )
+            lines.append(manifest_line(["failures.txt", "users.txt", "blocklist.txt"]))
+            lines.append("head -n 3 /app/out/failures.txt /app/out/blocklist.txt")
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={
+                "test_task.py": test_file(cfg, "", "\nimport gzip\n" + _AUTH_ORACLE + _AUTH_TESTS)
+            },
+            files=files,
+        )
+
+
+# --- health_service ----------------------------------------------------------------------
+
+_HEALTH_ORACLE = r'''
+def health_table(texts, level):
+    """{service: (state, failures, checks, ok_checks, last3)} from check logs."""
+    rows = []
+    for text in texts:
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) != 4 or parts[2] not in ("ok", "fail", "degraded"):
+                continue
+            rows.append((parts[0], parts[1], parts[2]))
+    rows.sort()
+    table = {}
+    for stamp, service, state in rows:
+        entry = table.setdefault(service, {"state": None, "failures": 0, "checks": 0, "ok": 0,
+                                           "recent": []})
+        entry["state"] = state
+        entry["checks"] += 1
+        entry["failures"] += state == "fail"
+        entry["ok"] += state == "ok"
+        entry["recent"] = (entry["recent"] + [state])[-3:]
+    return table
+
+
+def availability(entry):
+    permille = (2000 * entry["ok"] + entry["checks"]) // (2 * entry["checks"])
+    return "%d.%d" % (permille // 10, permille % 10)
+
+
+def status_lines(texts, level):
+    table = health_table(texts, level)
+    out = []
+    for service in sorted(table):
+        e = table[service]
+        line = f"{service} {e['state']} {e['failures']}"
+        if level >= 2:
+            line += " " + availability(e)
+        out.append(line)
+    return "".join(l + "\n" for l in out)
+'''
+
+_HEALTH_PY = r"""
+import sys
+
+LEVEL = @LEVEL@
+
+if __name__ == "__main__":
+    texts = []
+    for path in sys.argv[1:]:
+        with open(path) as handle:
+            texts.append(handle.read())
+    sys.stdout.write(status_lines(texts, LEVEL))
+"""
+
+_HEALTH_BASH = r"""
+#!/bin/bash
+# Usage: health_report.sh LOG... -> "SERVICE STATE FAILURES [AVAILABILITY]" per service
+set -euo pipefail
+cat "$@" | awk 'NF == 4 && ($3 == "ok" || $3 == "fail" || $3 == "degraded")' \
+  | LC_ALL=C sort | awk -v L=@LEVEL@ '
+{ st[$2] = $3; n[$2]++; if ($3 == "fail") f[$2]++; if ($3 == "ok") ok[$2]++ }
+END { for (s in n) { line = s " " st[s] " " f[s] + 0
+    if (L >= 2) { p = int((2000 * ok[s] + n[s]) / (2 * n[s]))
+      line = line " " int(p / 10) "." p % 10 }
+    print line } }' | LC_ALL=C sort
+"""
+
+_HEALTH_SERVER = r"""
+import glob
+import http.server
+import json
+import socketserver
+import threading
+
+LEVEL = @LEVEL@
+
+
+def load():
+    texts = []
+    for path in sorted(glob.glob("/app/health/*.log")):
+        with open(path) as handle:
+            texts.append(handle.read())
+    return health_table(texts, LEVEL)
+
+
+TABLE = load()
+
+
+def describe(service):
+    e = TABLE[service]
+    return {"service": service, "state": e["state"], "failures": e["failures"],
+            "availability": availability(e)}
+
+
+class Line(socketserver.StreamRequestHandler):
+    def handle(self):
+        for raw in self.rfile:
+            words = raw.decode("utf-8", "replace").split()
+            if words == ["LIST"]:
+                reply = " ".join(sorted(TABLE))
+            elif len(words) == 2 and words[0] == "STATUS" and words[1] in TABLE:
+                d = describe(words[1])
+                reply = f"{d['service']} {d['state']} {d['failures']} {d['availability']}"
+            else:
+                reply = "ERR unknown"
+            self.wfile.write((reply + "\n").encode())
+
+
+class Web(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        if parts == ["health"]:
+            body, code = {"ok": True, "services": len(TABLE)}, 200
+        elif len(parts) == 2 and parts[0] == "status" and parts[1] in TABLE:
+            body, code = describe(parts[1]), 200
+        else:
+            body, code = {"error": "not found"}, 404
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+class TCP(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+line_server = TCP(("127.0.0.1", @LINE_PORT@), Line)
+threading.Thread(target=line_server.serve_forever, daemon=True).start()
+http.server.ThreadingHTTPServer(("127.0.0.1", @HTTP_PORT@), Web).serve_forever()
+"""
+
+_HEALTH_TESTS = r"""
+
+def texts():
+    return [read(p) for p in CFG["logs"]]
+
+
+def random_log(rng):
+    lines = []
+    for _ in range(rng.randint(1, 40)):
+        if rng.random() < 0.1:
+            lines.append(rng.choice(["garbage", "2024-01-01T00:00:00Z db", "x y maybe 1ms"]))
+            continue
+        lines.append("2024-05-%02dT%02d:%02d:00Z %s %s %dms" % (rng.randint(1, 9),
+                     rng.randint(0, 23), rng.randint(0, 59), rng.choice(["db", "web", "queue"]),
+                     rng.choice(["ok", "ok", "fail", "degraded"]), rng.randint(1, 900)))
+    return "\n".join(lines) + "\n"
+
+
+def test_status_file():
+    want = status_lines(texts(), CFG["level"])
+    got = read("/app/out/status.txt")
+    assert got == want, f"status.txt:\nexpected\n{want}\ngot\n{got}"
+    table = health_table(texts(), CFG["level"])
+    if CFG["level"] >= 3:
+        flagged = sorted(s for s, e in table.items() if "fail" in e["recent"])
+        got = [l for l in read("/app/out/flapping.txt").split("\n") if l]
+        assert got == flagged, f"flapping.txt should be {flagged}, got {got}"
+    if CFG["level"] >= 4:
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"services": len(table), "down": sorted(s for s, e in table.items()
+                                                       if e["state"] == "fail")}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/status.txt", "/app/out/flapping.txt", "/app/out/summary.json"])
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(61)
+    folder = workdir()
+    for i in range(CFG["fresh"]):
+        logs = [random_log(rng) for _ in range(rng.randint(1, 3))]
+        paths = []
+        for j, text in enumerate(logs):
+            paths.append(os.path.join(folder, f"h{i}_{j}.log"))
+            with open(paths[-1], "w") as handle:
+                handle.write(text)
+        want = status_lines(logs, CFG["level"])
+        got = run_program(paths).stdout
+        assert got == want, f"fresh logs {logs}:\nexpected\n{want}\ngot\n{got}"
+
+
+def test_service_protocols():
+    if not CFG["service"]:
+        return
+    table = health_table(texts(), CFG["level"])
+    listed = tcp_line(CFG["line_port"], "LIST")
+    assert listed == " ".join(sorted(table)), f"LIST answered {listed!r}"
+    for service, e in sorted(table.items()):
+        want = f"{service} {e['state']} {e['failures']} {availability(e)}"
+        got = tcp_line(CFG["line_port"], f"STATUS {service}")
+        assert got == want, f"line protocol STATUS {service}: expected {want!r}, got {got!r}"
+        status, body = http_get(CFG["http_port"], f"/status/{service}")
+        data = json.loads(body)
+        assert status == 200 and data == {"service": service, "state": e["state"],
+                                          "failures": e["failures"],
+                                          "availability": availability(e)}, (
+            f"HTTP /status/{service} answered {status} {data}")
+    assert tcp_line(CFG["line_port"], "STATUS no-such-service") == "ERR unknown"
+    status, body = http_get(CFG["http_port"], "/health")
+    assert status == 200 and json.loads(body).get("ok") is True, f"/health answered {body!r}"
+    try:
+        status, _ = http_get(CFG["http_port"], "/status/no-such-service")
+    except urllib.error.HTTPError as error:
+        status = error.code
+    assert status == 404, f"unknown service over HTTP should be 404, got {status}"
+"""
+
+
+@register
+class HealthService(Family):
+    """Summarise service health-check logs into a status report (availability, flapping,
+    summary by level) and, for services/multi_protocol, serve it on a line-based TCP port and
+    an HTTP port that must agree."""
+
+    name = "system_administration.health_service"
+    domain = "system_administration"
+    verifier_kinds = frozenset({"exact_text", "multi_protocol"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+    services = True
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        services = sorted(
+            rng.sample(
+                ["api", "auth", "billing", "cache", "db", "mail", "queue", "search", "web"],
+                3 + level,
+            )
+        )
+        files: dict[str, str | bytes] = {}
+        logs = []
+        for h in range(1 if level == 1 else min(level, 3)):
+            lines = []
+            for _ in range(15 + 10 * level):
+                state = rng.choice(["ok"] * 5 + ["fail", "degraded"])
+                lines.append(
+                    f"2024-05-{rng.randint(1, 7):02d}T{rng.randint(0, 23):02d}:"
+                    f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z "
+                    f"{rng.choice(services)} {state} {rng.randint(2, 950)}ms"
+                )
+                if level >= 2 and rng.random() < 0.06:
+                    lines.append("-- probe restarted --")
+            name = f"health/probe{h + 1}.log"
+            files[name] = "\n".join(lines) + "\n"
+            logs.append("/app/" + name)
+        serve = ctx.needs_service or ctx.verifier_kind == "multi_protocol"
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/health_report")
+        code = ctx.needs_code
+        line_port = 7000 + rng.randint(100, 899)
+        http_port = line_port + 1000
+        cfg = {
+            "level": level,
+            "logs": logs,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "service": serve,
+            "line_port": line_port,
+            "http_port": http_port,
+            "fresh": {1: 3, 2: 5, 3: 7, 4: 9}[level],
+        }
+        fmt = "`SERVICE STATE FAILURES" + (" AVAILABILITY`" if level >= 2 else "`")
+        asks = [
+            f"`/app/out/status.txt`: one line {fmt} per service, sorted by name, where "
+            "STATE is the state of its most recent check (timestamps are UTC ISO, files "
+            "are not in order), FAILURES counts its `fail` checks"
+            + (
+                "; AVAILABILITY is the percentage of `ok` checks with one decimal, rounded half up"
+                if level >= 2
+                else ""
+            )
+        ]
+        if level >= 3:
+            asks.append(
+                "`/app/out/flapping.txt`: services with a `fail` among their three most "
+                "recent checks, one per line, sorted"
+            )
+        if level >= 4:
+            asks.append(
+                '`/app/out/summary.json`: `{"services": N, "down": [...]}` with the '
+                "sorted names of services whose latest state is `fail`"
+            )
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for status.txt, "
+                "flapping.txt and summary.json"
+            )
+        body = (
+            "Our probes append lines `TIMESTAMP SERVICE STATE LATENCY` (STATE is ok, fail "
+            "or degraded) to the logs in /app/health; other lines are noise. Please "
+            "produce:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nWrite the report generator as a reusable {LANGUAGE_NAMES[lang]} "
+                f"program at `{prog}`: it takes log paths and prints the status.txt "
+                "content to stdout."
+            )
+        if serve:
+            body += (
+                "\n\nThen leave a status daemon running (any language) that loads every "
+                "/app/health/*.log at start and answers on two ports of 127.0.0.1:\n\n"
+                + bullets(
+                    [
+                        f"TCP {line_port}, line protocol: `LIST` → all service names sorted, "
+                        "space-separated; `STATUS NAME` → `NAME STATE FAILURES AVAILABILITY` "
+                        "(availability as above, always included); anything else → `ERR unknown`. "
+                        "One reply line per request line",
+                        f'HTTP {http_port}: `GET /status/NAME` → 200 JSON `{{"service", '
+                        '"state", "failures", "availability"}` (availability a string like '
+                        '`"87.5"`), 404 for unknown services; `GET /health` → 200 '
+                        '`{"ok": true, ...}`',
+                    ]
+                )
+            )
+        source = {"python": _HEALTH_ORACLE + _HEALTH_PY, "bash": _HEALTH_BASH}[lang]
+        source = source.replace("@LEVEL@", str(level))
+        tool = prog if code else "/tmp/health_report.sh"
+        run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
+        lines = [
+            "mkdir -p /app/out",
+            heredoc(tool, source),
+            f"{run} {' '.join(logs)} > /app/out/status.txt",
+        ]
+        if level >= 3:
+            lines.append(
+                f'cat {" ".join(logs)} | awk \'NF == 4 && ($3 == "ok" || $3 == '
+                '"fail" || $3 == "degraded")\' | LC_ALL=C sort > /tmp/checks'
+            )
+            lines.append(
+                "awk '{r[$2] = r[$2] \" \" $3} END {for (s in r) print s, r[s]}' "
+                "/tmp/checks > /tmp/history"
+            )
+            lines.append(
+                "awk '{f = 0; for (i = (NF > 4 ? NF - 2 : 2); i <= NF; i++) "
+                'if ($i == "fail") f = 1; if (f) print $1}\' /tmp/history | '
+                "LC_ALL=C sort > /app/out/flapping.txt"
+            )
+        if level >= 4:
+            lines.append("services=$(grep -c . /app/out/status.txt)")
+            lines.append(
+                'down=$(awk \'$2 == "fail" {printf "%s\\"%s\\"", (n++ ? ", " '
+                ': ""), $1}\' /app/out/status.txt)'
+            )
+            lines.append(
+                'echo "{\\"services\\": $services, \\"down\\": [$down]}" > /app/out/summary.json'
+            )
+            lines.append(manifest_line(["status.txt", "flapping.txt", "summary.json"]))
+            lines.append("cat /app/out/summary.json")
+            lines.append("(cd /app/out && sha256sum -c --quiet checksums.sha256)")
+        if serve:
+            server = _HEALTH_ORACLE + _HEALTH_SERVER.replace("@LEVEL@", str(level)).replace(
+                "@LINE_PORT@", str(line_port)
+            ).replace("@HTTP_PORT@", str(http_port))
+            lines.append(heredoc("/app/statusd.py", server))
+            lines.append(start_service("python3 /app/statusd.py", line_port, "/app/statusd.log"))
+            lines.append(
+                f"for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/{http_port}) "
+                "2>/dev/null && break; sleep 0.1; done"
+            )
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _HEALTH_ORACLE + _HEALTH_TESTS)},
+            files=files,
+            keep_agent_processes=serve,
+        )
+
+
+# --- cron_lint ---------------------------------------------------------------------------
+
+_CRON_ORACLE = r'''
+import re
+
+_RANGES = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)]
+_MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+_NAMES = [None, None, None,
+          {m: i + 1 for i, m in enumerate(_MONTHS)},
+          {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}]
+_MACROS = {"@reboot", "@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@annually"}
+
+
+def _value(token, index, level):
+    if re.fullmatch(r"[0-9]+", token):
+        number = int(token)
+    elif level >= 2 and _NAMES[index] and token.lower() in _NAMES[index]:
+        number = _NAMES[index][token.lower()]
+    else:
+        return None
+    lo, hi = _RANGES[index]
+    return number if lo <= number <= hi else None
+
+
+def _field_ok(field, index, level):
+    for item in field.split(","):
+        base, slash, step = item.partition("/")
+        if slash and not (re.fullmatch(r"[0-9]+", step) and int(step) >= 1):
+            return False
+        if base == "*":
+            continue
+        a, dash, b = base.partition("-")
+        first = _value(a, index, level)
+        if first is None:
+            return False
+        if dash:
+            last = _value(b, index, level)
+            if last is None or last < first:
+                return False
+        elif slash:
+            return False
+    return True
+
+
+def cron_line_state(line, level):
+    """'skip' for blank/comment lines, else 'ok' or 'bad'."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return "skip"
+    if level >= 4 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", text):
+        return "ok"
+    parts = text.split(None, 5)
+    if level >= 3 and parts[0].startswith("@"):
+        return "ok" if parts[0] in _MACROS and len(parts) >= 2 else "bad"
+    if len(parts) < 6:
+        return "bad"
+    return "ok" if all(_field_ok(parts[i], i, level) for i in range(5)) else "bad"
+
+
+def invalid_lines(text, level):
+    return [n for n, line in enumerate(text.split("\n"), 1)
+            if cron_line_state(line, level) == "bad"]
+'''
+
+_CRON_PY = r"""
+import sys
+
+LEVEL = @LEVEL@
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as handle:
+        for number in invalid_lines(handle.read(), LEVEL):
+            print(number)
+"""
+
+_CRON_BASH = r"""
+#!/bin/bash
+# Usage: cronlint.sh CRONTAB -> line numbers of invalid entries, one per line
+set -euo pipefail
+LC_ALL=C awk -v L=@LEVEL@ '
+BEGIN { lo[1] = 0; hi[1] = 59; lo[2] = 0; hi[2] = 23; lo[3] = 1; hi[3] = 31
+  lo[4] = 1; hi[4] = 12; lo[5] = 0; hi[5] = 7
+  split("jan feb mar apr may jun jul aug sep oct nov dec", m, " ")
+  for (i = 1; i <= 12; i++) name[4, m[i]] = i
+  split("sun mon tue wed thu fri sat", d, " ")
+  for (i = 1; i <= 7; i++) name[5, d[i]] = i - 1
+  split("@reboot @hourly @daily @weekly @monthly @yearly @annually", mm, " ")
+  for (i in mm) macro[mm[i]] = 1 }
+function val(t, k,   v) {
+  if (t ~ /^[0-9]+$/) v = t + 0
+  else if (L >= 2 && ((k, tolower(t)) in name)) v = name[k, tolower(t)]
+  else return -1
+  return (v >= lo[k] && v <= hi[k]) ? v : -1 }
+function field_ok(f, k,   items, n, i, it, base, step, s, a, b, p, q) {
+  n = split(f, items, ",")
+  if (n == 0) return 0
+  for (i = 1; i <= n; i++) {
+    it = items[i]; s = index(it, "/"); base = it; step = ""
+    if (s) { base = substr(it, 1, s - 1); step = substr(it, s + 1)
+      if (step !~ /^[0-9]+$/ || step + 0 < 1) return 0 }
+    if (base == "*") continue
+    p = index(base, "-")
+    if (p) { a = val(substr(base, 1, p - 1), k); b = val(substr(base, p + 1), k)
+      if (a < 0 || b < 0 || b < a) return 0 }
+    else { if (val(base, k) < 0 || s) return 0 } }
+  return 1 }
+{ line = $0; sub(/^[ \t]+/, "", line); sub(/[ \t\r\n\f\v]+$/, "", line)
+  if (line == "" || line ~ /^#/) next
+  if (L >= 4 && line ~ /^[A-Za-z_][A-Za-z0-9_]*=/) next
+  if (L >= 3 && $1 ~ /^@/) { if (!($1 in macro) || NF < 2) print NR; next }
+  if (NF < 6) { print NR; next }
+  for (k = 1; k <= 5; k++) if (!field_ok($k, k)) { print NR; next } }' "$1"
+"""
+
+_CRON_TESTS = r"""
+
+def clean_entry(rng, level):
+    if level >= 3 and rng.random() < 0.15:
+        return rng.choice(["@daily", "@reboot", "@weekly", "@annually"]) + " /usr/local/bin/job.sh"
+    if level >= 4 and rng.random() < 0.1:
+        return rng.choice(["MAILTO=ops@example.com", "PATH=/usr/bin:/bin", "SHELL=/bin/bash"])
+    fields = []
+    for k, (lo, hi) in enumerate([(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)]):
+        kind = rng.random()
+        if kind < 0.3:
+            fields.append("*")
+        elif kind < 0.45:
+            fields.append(f"*/{rng.randint(1, 15)}")
+        elif kind < 0.6:
+            a = rng.randint(lo, hi)
+            fields.append(f"{a}-{rng.randint(a, hi)}" + rng.choice(["", f"/{rng.randint(1, 5)}"]))
+        elif kind < 0.75:
+            fields.append(",".join(str(rng.randint(lo, hi)) for _ in range(rng.randint(2, 4))))
+        elif level >= 2 and k == 3:
+            fields.append(rng.choice(["jan", "MAR", "Dec", "jun-aug"]))
+        elif level >= 2 and k == 4:
+            fields.append(rng.choice(["mon", "Fri", "mon-fri", "sun,sat"]))
+        else:
+            fields.append(str(rng.randint(lo, hi)))
+    sep = rng.choice([" ", "\t", "  "])
+    return sep.join(fields) + sep + rng.choice(["/opt/backup.sh --full", "echo hi > /dev/null",
+                                                  "run-parts /etc/cron.hourly"])
+
+
+def evil_entry(rng, level):
+    good = clean_entry(rng, 1).split()
+    while len(good) < 6:
+        good = clean_entry(rng, 1).split()
+    bad = [
+        lambda: good[:4],
+        lambda: ["60"] + good[1:],
+        lambda: good[:1] + ["24"] + good[2:],
+        lambda: good[:2] + ["0"] + good[3:],
+        lambda: good[:3] + ["13"] + good[4:],
+        lambda: good[:4] + ["8"] + good[5:],
+        lambda: ["*/0"] + good[1:],
+        lambda: ["5-2"] + good[1:],
+        lambda: ["1,,2"] + good[1:],
+        lambda: ["abc"] + good[1:],
+        lambda: ["-1"] + good[1:],
+        lambda: ["*/"] + good[1:],
+        lambda: ["5/2"] + good[1:],
+        lambda: ["jan"] + good[1:],
+        lambda: good[:5],
+        lambda: good[:3] + ["1-"] + good[4:],
+        lambda: good[:3] + ["7-3"] + good[4:],
+    ]
+    if level < 2:
+        bad.append(lambda: good[:3] + ["jan"] + good[4:])
+        bad.append(lambda: good[:4] + ["mon"] + good[5:])
+    else:
+        bad.append(lambda: good[:4] + ["monday"] + good[5:])
+        bad.append(lambda: good[:3] + ["janfeb"] + good[4:])
+    if level < 3:
+        bad.append(lambda: ["@daily", "/bin/job"])
+    else:
+        bad.append(lambda: ["@hourlyy", "/bin/job"])
+        bad.append(lambda: ["@daily"])
+    if level < 4:
+        bad.append(lambda: ["MAILTO=root"])
+    else:
+        bad.append(lambda: ["1X=3"])
+    line = " ".join(rng.choice(bad)())
+    assert cron_line_state(line, level) == "bad", line
+    return line
+
+
+def test_invalid_report():
+    if not CFG["files_out"]:
+        return
+    want = [f"{os.path.basename(p)}:{n}" for p in CFG["tabs"]
+            for n in invalid_lines(read(p), CFG["level"])]
+    got = [l for l in read("/app/out/invalid.txt").split("\n") if l.strip()]
+    assert got == want, f"invalid.txt should be {want}, got {got}"
+    if CFG["level"] >= 2:
+        rows = []
+        for p in CFG["tabs"]:
+            states = [cron_line_state(l, CFG["level"]) for l in read(p).split("\n")]
+            rows.append(f"{os.path.basename(p)} {states.count('ok')} {states.count('bad')}")
+        got = [l for l in read("/app/out/counts.txt").split("\n") if l.strip()]
+        assert got == rows, f"counts.txt should be {rows}, got {got}"
+    if CFG["level"] >= 3:
+        for p in CFG["tabs"]:
+            text = read(p)
+            bad = set(invalid_lines(text, CFG["level"]))
+            want = "".join(l + "\n" for n, l in enumerate(text.split("\n"), 1)
+                           if n not in bad and not (n == len(text.split("\n")) and l == ""))
+            out = "/app/out/clean/" + os.path.basename(p)
+            assert read(out) == want, f"{out} should hold the file minus its invalid lines"
+    if CFG["level"] >= 4:
+        summary = json.loads(read("/app/out/summary.json"))
+        total = sum(len(invalid_lines(read(p), CFG["level"])) for p in CFG["tabs"])
+        want = {"files": len(CFG["tabs"]), "invalid": total}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256", ["/app/out/invalid.txt",
+                       "/app/out/counts.txt"])
+
+
+def test_hidden_corpus():
+    if not CFG["code"]:
+        return
+    rng = random.Random(4711)
+    lines, evil = [], set()
+    for _ in range(CFG["fresh"]):
+        lines.append(clean_entry(rng, CFG["level"]))
+        lines.append(evil_entry(rng, CFG["level"]))
+        evil.add(len(lines))
+        if rng.random() < 0.2:
+            lines.append(rng.choice(["# nightly jobs", "", "   ", "\t# indented comment"]))
+    path = os.path.join(workdir(), "crontab")
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    got = [int(x) for x in run_program([path]).stdout.split()]
+    assert invalid_lines("\n".join(lines) + "\n", CFG["level"]) == sorted(evil), "self-check"
+    missed = sorted(evil - set(got))
+    wrong = sorted(set(got) - evil)
+    shown = [lines[n - 1] for n in missed[:5]]
+    assert not missed, f"invalid entries not reported: {shown}"
+    shown = [lines[n - 1] if n <= len(lines) else n for n in wrong[:5]]
+    assert not wrong, f"valid lines reported: {shown}"
+    assert got == sorted(evil), "report each invalid line number once, ascending"
+"""
+
+
+@register
+class CronLint(Family):
+    """Lint crontab files (field ranges, lists, steps; names, macros and env lines by level):
+    report invalid lines from fixtures, or write a linter that hidden broken entries must
+    not slip past."""
+
+    name = "system_administration.cron_lint"
+    domain = "system_administration"
+    verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/cronlint")
+        code = ctx.needs_code or ctx.verifier_kind == "adversarial_corpus"
+        files: dict[str, str | bytes] = {}
+        tabs = []
+        good_pool = [
+            "0 2 * * * /opt/backup.sh",
+            "*/15 * * * * /usr/bin/poll-queue",
+            "30 6 1-7 * 1 /opt/report --monthly",
+            "0 0,12 * * * run-parts /etc/x",
+            "5 4 * jan-mar mon-fri /opt/season.sh",
+            "@daily /usr/sbin/logrotate /etc/lr",
+            "MAILTO=ops@example.com",
+            "15 3 * * sun /opt/weekly.sh",
+            "0 */4 * * * /usr/local/bin/sync",
+        ]
+        bad_pool = [
+            "61 * * * * /opt/x.sh",
+            "0 25 * * * /opt/y.sh",
+            "* * * * /opt/four-fields",
+            "*/0 * * * * /opt/zero-step",
+            "0 0 32 * * /opt/day",
+            "10-5 * * * * /opt/r",
+            "0 0 * 13 * /opt/m",
+            "@hourlyy /opt/typo",
+            "0 0 * * funday /opt/d",
+        ]
+        for t in range(1 if level < 3 else 2 + (level == 4)):
+            rows = ["# maintained by ops"]
+            for _ in range(5 + 3 * level):
+                rows.append(rng.choice(good_pool if rng.random() < 0.65 else bad_pool))
+            name = f"cron/{rng.choice(['web', 'db', 'batch'])}{t + 1}.cron"
+            files[name] = "\n".join(rows) + "\n"
+            tabs.append("/app/" + name)
+        tabs.sort()
+        cfg = {
+            "level": level,
+            "tabs": tabs,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "files_out": True,
+            "fresh": {1: 30, 2: 45, 3: 60, 4: 80}[level],
+        }
+        rules = [
+            "blank lines and lines whose first non-blank character is `#` are ignored",
+            "an entry has five whitespace-separated time fields (minute 0-59, hour 0-23, "
+            "day-of-month 1-31, month 1-12, day-of-week 0-7) followed by a non-empty command",
+            "a field is a comma-separated list of items; an item is `*`, `*/STEP`, `N`, `A-B` "
+            "or `A-B/STEP` with numbers in the field's range, A <= B and STEP >= 1",
+        ]
+        if level >= 2:
+            rules.append(
+                "month names (jan-dec) and day names (sun-sat), any case, may stand "
+                "wherever a number may in those two fields"
+            )
+        if level >= 3:
+            rules.append(
+                "`@reboot @hourly @daily @weekly @monthly @yearly @annually` followed "
+                "by a command replace the five fields; any other `@word` is invalid"
+            )
+        if level >= 4:
+            rules.append(
+                "environment lines `NAME=value` (NAME: letter or underscore, then "
+                "letters, digits, underscores) are valid"
+            )
+        asks = [
+            "`/app/out/invalid.txt`: `FILE:LINE` (base name, 1-based line number) for each "
+            "invalid line, files in name order, lines ascending"
+        ]
+        if level >= 2:
+            asks.append(
+                "`/app/out/counts.txt`: `FILE VALID INVALID` per file, in name order "
+                "(ignored lines count as neither)"
+            )
+        if level >= 3:
+            asks.append(
+                "`/app/out/clean/FILE`: each crontab with its invalid lines removed "
+                "(everything else byte for byte)"
+            )
+        if level >= 4:
+            asks.append('`/app/out/summary.json`: `{"files": F, "invalid": N}`')
+            asks.append(
+                "`/app/out/checksums.sha256`: sha256sum lines for invalid.txt and counts.txt"
+            )
+        body = (
+            "Before I install the crontabs in /app/cron on the new server I want them "
+            "linted. A line is valid under these rules:\n\n"
+            + bullets(rules)
+            + "\n\nPlease produce:\n\n"
+            + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nWrite the linter as a reusable {LANGUAGE_NAMES[lang]} program at "
+                f"`{prog}`: given one crontab path it prints the line numbers of invalid "
+                "lines, one per line, ascending, and nothing else. I will run it on "
+                "crontabs of my own with deliberately broken entries."
+            )
+        source = {"python": _CRON_ORACLE + _CRON_PY, "bash": _CRON_BASH}[lang]
+        source = source.replace("@LEVEL@", str(level))
+        tool = prog if code else "/tmp/cronlint.sh"
+        run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
+        lines = ["mkdir -p /app/out", heredoc(tool, source), ": > /app/out/invalid.txt"]
+        for tab in tabs:
+            base = tab.rsplit("/", 1)[1]
+            lines.append(f"{run} {tab} | sed 's/^/{base}:/' >> /app/out/invalid.txt")
+        if level >= 2:
+            lines.append(": > /app/out/counts.txt")
+            lines.append("for f in " + " ".join(tabs) + "; do")
+            lines.append("  b=$(basename $f)")
+            lines.append('  bad=$(grep -c "^$b:" /app/out/invalid.txt || true)')
+            lines.append("  entries=$(grep -cvE '^[[:space:]]*(#|$)' $f || true)")
+            lines.append('  echo "$b $((entries - bad)) $bad" >> /app/out/counts.txt')
+            lines.append("done")
+        if level >= 3:
+            lines.append("mkdir -p /app/out/clean")
+            lines.append("for f in " + " ".join(tabs) + "; do")
+            lines.append("  b=$(basename $f)")
+            lines.append('  grep "^$b:" /app/out/invalid.txt | cut -d: -f2 > /tmp/bad || true')
+            lines.append(
+                "  awk 'NR == FNR {bad[$1] = 1; next} !(FNR in bad)' /tmp/bad $f "
+                "> /app/out/clean/$b"
+            )
+            lines.append("done")
+        if level >= 4:
+            lines.append("n=$(grep -c . /app/out/invalid.txt || true)")
+            lines.append(
+                f'echo "{{\\"files\\": {len(tabs)}, \\"invalid\\": $n}}" > /app/out/summary.json'
+            )
+            lines.append(manifest_line(["invalid.txt", "counts.txt"]))
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _CRON_ORACLE + _CRON_TESTS)},
+            files=files,
+        )
+
+
+# --- backup_rotation ---------------------------------------------------------------------
+
+_ROTATE_ORACLE = r'''
+import re
+
+
+def to_delete(names, keep, level):
+    """Backups to delete from a directory listing, sorted by name."""
+    backups = sorted((n for n in names if re.fullmatch(r"db-[0-9]{8}\.tar\.gz", n)),
+                     reverse=True)
+    kept = set(backups[:keep])
+    if level >= 2:
+        months = set()
+        for name in backups:
+            if name[3:9] not in months:
+                months.add(name[3:9])
+                kept.add(name)
+    return sorted(n for n in backups if n not in kept)
+'''
+
+_ROTATE_PY = r"""
+import os
+import sys
+
+KEEP, LEVEL = @KEEP@, @LEVEL@
+
+if __name__ == "__main__":
+    for name in to_delete(os.listdir(sys.argv[1]), KEEP, LEVEL):
+        print(name)
+"""
+
+_ROTATE_BASH = r"""
+#!/bin/bash
+# Usage: rotate.sh DIR -> names of backups to delete (sorted), nothing is removed
+set -euo pipefail
+ls -A "$1" | LC_ALL=C grep -E '^db-[0-9]{8}\.tar\.gz$' | LC_ALL=C sort -r \
+  | awk -v keep=@KEEP@ -v L=@LEVEL@ '{ m = substr($0, 4, 6); k = (NR <= keep)
+      if (L >= 2 && !(m in seen)) { seen[m] = 1; k = 1 }
+      if (!k) print }' | LC_ALL=C sort
+"""
+
+_ROTATE_TESTS = r"""
+
+def test_rotation_applied():
+    deleted_all, kept_all = [], []
+    for host, files in sorted(CFG["dirs"].items()):
+        names = sorted(files)
+        gone = to_delete(names, CFG["keep"], CFG["level"])
+        stay = sorted(set(names) - set(gone))
+        path = "/app/backups/" + host
+        assert os.path.isdir(path), f"{path} is gone"
+        now = sorted(n for n in os.listdir(path) if n != "LATEST")
+        assert now == stay, f"{path} should hold {stay}, holds {now}"
+        deleted_all += [f"{host}/{n}" for n in gone]
+        kept_all += [f"{host}/{n}" for n in stay if n.startswith("db-")]
+        if CFG["level"] >= 4:
+            newest = max(n for n in stay if n.startswith("db-"))
+            assert read(path + "/LATEST").strip() == newest, f"{path}/LATEST should be {newest}"
+    got = [l for l in read("/app/out/deleted.txt").split("\n") if l]
+    assert got == sorted(deleted_all), f"deleted.txt should be {sorted(deleted_all)}, got {got}"
+    if CFG["level"] >= 3:
+        got = [l for l in read("/app/out/kept.txt").split("\n") if l]
+        assert got == sorted(kept_all), f"kept.txt should be {sorted(kept_all)}, got {got}"
+    if CFG["level"] >= 4:
+        freed = sum(CFG["dirs"][d.split("/")[0]][d.split("/")[1]] for d in deleted_all)
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {"deleted": len(deleted_all), "kept": len(kept_all), "freed_bytes": freed}
+        assert summary == want, f"summary.json should be {want}, got {summary}"
+        check_manifest("/app/out/checksums.sha256", ["/app/out/deleted.txt", "/app/out/kept.txt"])
+
+
+def test_program_fresh():
+    if not CFG["code"]:
+        return
+    rng = random.Random(99)
+    for i in range(CFG["fresh"]):
+        folder = workdir()
+        names = set()
+        for _ in range(rng.randint(0, 30)):
+            names.add("db-%04d%02d%02d.tar.gz" % (rng.choice([2023, 2024]), rng.randint(1, 12),
+                                                   rng.randint(1, 28)))
+        names |= set(rng.sample(["notes.txt", "db-latest.tar.gz", "db-2024.tar.gz",
+                                 "db-20240101.tar.gz.part", "xdb-20240101.tar.gz"], 2))
+        for name in names:
+            open(os.path.join(folder, name), "w").close()
+        want = to_delete(sorted(names), CFG["keep"], CFG["level"])
+        got = [l for l in run_program([folder]).stdout.split("\n") if l]
+        assert got == want, f"fresh dir {sorted(names)}: expected {want}, got {got}"
+        assert sorted(os.listdir(folder)) == sorted(names), "the program must not delete files"
+"""
+
+
+@register
+class BackupRotation(Family):
+    """Rotate nightly database backups under a retention policy (newest N, monthly keepers,
+    several hosts, LATEST markers and freed-space summary by level); code asks for a
+    reusable dry-run planner checked on random directories."""
+
+    name = "system_administration.backup_rotation"
+    domain = "system_administration"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        keep = rng.choice([3, 5, 7])
+        hosts = (
+            ["db01"]
+            if level < 3
+            else sorted(rng.sample(["db01", "db02", "ledger", "wiki"], level - 1))
+        )
+        files: dict[str, str | bytes] = {}
+        dirs: dict[str, dict[str, int]] = {}
+        for host in hosts:
+            listing: dict[str, int] = {}
+            for _ in range(8 + 4 * level):
+                name = (
+                    f"db-{rng.choice([2023, 2024])}{rng.randint(1, 12):02d}"
+                    f"{rng.randint(1, 28):02d}.tar.gz"
+                )
+                size = rng.randint(20, 400)
+                listing[name] = size
+            if level >= 3:
+                listing["README.txt"] = 40
+            for name, size in listing.items():
+                content = (
+                    "README: nightly dumps land here\n".ljust(size, ".")[:size]
+                    if name == "README.txt"
+                    else (f"{host}/{name}\n" * 40)[:size]
+                )
+                listing[name] = len(content.encode())
+                files[f"backups/{host}/{name}"] = content
+            dirs[host] = dict(sorted(listing.items()))
+        lang = code_language(ctx)
+        prog = program_path(lang, "/app/rotate")
+        code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
+        cfg = {
+            "level": level,
+            "keep": keep,
+            "dirs": dirs,
+            "lang": lang,
+            "program": prog,
+            "code": code,
+            "fresh": 3 if ctx.verifier_kind == "exact_text" else 5 * level + 5,
+        }
+        policy = [
+            f"backups are the files named `db-YYYYMMDD.tar.gz`; keep the newest {keep} "
+            "(by the date in the name)"
+        ]
+        if level >= 2:
+            policy.append("also keep the newest backup of every calendar month present")
+        if level >= 3:
+            policy.append(
+                "each host directory under /app/backups is rotated on its own; files "
+                "that are not backups are never touched"
+            )
+        policy.append("delete every other backup")
+        asks = [
+            "apply the policy (really delete the files)",
+            "`/app/out/deleted.txt`: `HOST/FILE` for each deleted backup, sorted",
+        ]
+        if level >= 3:
+            asks.append("`/app/out/kept.txt`: `HOST/FILE` for each remaining backup, sorted")
+        if level >= 4:
+            asks.append("`/app/backups/HOST/LATEST`: the file name of that host's newest backup")
+            asks.append(
+                '`/app/out/summary.json`: `{"deleted": D, "kept": K, "freed_bytes": B}` '
+                "(B = total size of what you deleted)"
+            )
+            asks.append("`/app/out/checksums.sha256`: sha256sum lines for deleted.txt and kept.txt")
+        where = "/app/backups/db01" if level < 3 else "/app/backups/*/"
+        body = (
+            f"The backup disk is filling up. Nightly dumps live in {where}. Retention "
+            "policy:\n\n" + bullets(policy) + "\n\nPlease:\n\n" + bullets(asks)
+        )
+        if code:
+            body += (
+                f"\n\nPut the policy in a reusable {LANGUAGE_NAMES[lang]} program at "
+                f"`{prog}`: given one directory it prints the names of the backups the "
+                "policy deletes, sorted, one per line, and deletes nothing itself."
+            )
+        source = {"python": _ROTATE_ORACLE + _ROTATE_PY, "bash": _ROTATE_BASH}[lang]
+        source = source.replace("@KEEP@", str(keep)).replace("@LEVEL@", str(level))
+        tool = prog if code else "/tmp/rotate.sh"
+        run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
+        lines = ["mkdir -p /app/out", heredoc(tool, source), ": > /app/out/deleted.txt"]
+        if level >= 4:
+            lines.append("freed=0")
+        for host in hosts:
+            lines.append(f"{run} /app/backups/{host} > /tmp/{host}.del")
+            lines.append(f"sed 's|^|{host}/|' /tmp/{host}.del >> /app/out/deleted.txt")
+            if level >= 4:
+                lines.append(
+                    f"freed=$((freed + $(cd /app/backups/{host} && cat /tmp/{host}.del "
+                    "| xargs -r stat -c %s | awk '{s += $1} END {print s + 0}')))"
+                )
+            lines.append(f"(cd /app/backups/{host} && xargs -r rm -f -- < /tmp/{host}.del)")
+        lines.append("LC_ALL=C sort -o /app/out/deleted.txt /app/out/deleted.txt")
+        if level >= 3:
+            lines.append(
+                "(cd /app/backups && ls -1 */db-*.tar.gz | LC_ALL=C grep -E "
+                "'/db-[0-9]{8}\\.tar\\.gz$' | LC_ALL=C sort) > /app/out/kept.txt"
+            )
+        if level >= 4:
+            for host in hosts:
+                lines.append(
+                    f"ls /app/backups/{host} | grep -E '^db-[0-9]{{8}}\\.tar\\.gz$' | "
+                    f"sort | tail -n 1 > /app/backups/{host}/LATEST"
+                )
+            lines.append("deleted=$(grep -c . /app/out/deleted.txt || true)")
+            lines.append("kept=$(grep -c . /app/out/kept.txt || true)")
+            lines.append(
+                'printf \'{"deleted": %d, "kept": %d, "freed_bytes": %d}\\n\' '
+                '"$deleted" "$kept" "$freed" > /app/out/summary.json'
+            )
+            lines.append(manifest_line(["deleted.txt", "kept.txt"]))
+        return Draft(
+            instruction=body,
+            solution="\n".join(lines),
+            tests={"test_task.py": test_file(cfg, "", _ROTATE_ORACLE + _ROTATE_TESTS)},
+            files=files,
+        )
