@@ -145,6 +145,18 @@ def test_run_produces_validated_tasks(workflow: Path) -> None:
     assert report["tasks_validated"] + report["quarantined"] == 30
     table = pq.read_table(workflow / "results/tasks/tasks.parquet")
     assert table.num_rows == report["tasks_validated"] > 0
+    from datasets import load_dataset
+
+    tasks = load_dataset(
+        "parquet",
+        data_files=str(workflow / "results/tasks/tasks.parquet"),
+        cache_dir=str(workflow / "hf-cache"),
+    )["train"]
+    assert len(tasks) == table.num_rows
+    row = tasks[0]
+    assert row["instruction"].startswith("I'm ")
+    paths = {f["path"] for f in row["files"]}
+    assert {"environment/Dockerfile", "tests/test.sh", "solution/solve.sh"} <= paths
     assert len(list((workflow / "results/tasks/shards/00000").glob("spec-*"))) == 10
 
 

@@ -1,0 +1,61 @@
+"""Validation quarantines, with the reason, every task whose oracle fails or whose
+tests accept a no-op; nothing is dropped silently."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_TASKS
+from tmax.generate.stage import validate_shard
+from tmax.generate.validate import check_task
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("bwrap") is None or shutil.which("podman") is None,
+        reason="needs root, bwrap and podman (./setup.sh installs them)",
+    ),
+]
+
+
+def fixture(name: str, tmp_path: Path, new_name: str | None = None) -> Path:
+    return Path(shutil.copytree(FIXTURE_TASKS / name, tmp_path / (new_name or name)))
+
+
+def test_good_task_passes(tmp_path: Path) -> None:
+    check = check_task(fixture("count-error-lines", tmp_path), "bwrap")
+    assert (check.ok, check.noop_reward, check.oracle_reward) == (True, 0.0, 1.0)
+
+
+def test_failing_oracle_is_quarantined(tmp_path: Path) -> None:
+    task = fixture("count-error-lines", tmp_path)
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho 41 > /app/error_count.txt\n")
+    check = check_task(task, "bwrap")
+    assert not check.ok and check.reason.startswith("oracle scored 0")
+
+
+def test_tests_that_accept_a_noop_are_quarantined(tmp_path: Path) -> None:
+    task = fixture("count-error-lines", tmp_path)
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    check = check_task(task, "bwrap")
+    assert not check.ok and check.reason.startswith("no-op scored 1")
+
+
+def test_shard_report_lists_every_task(tmp_path: Path) -> None:
+    shard = tmp_path / "shard"
+    fixture("count-error-lines", shard, "good")
+    broken = fixture("count-error-lines", shard, "broken")
+    (broken / "task.toml").write_text("[environment\n")
+    no_solution = fixture("no-solution-prebuilt", shard, "unsolved")
+    summary = validate_shard(shard, "bwrap", tmp_path / "out.json")
+    reasons = {c["task"]: c["reason"] for c in summary["checks"]}
+    assert reasons["good"] is None
+    assert reasons["broken"].startswith("malformed task")
+    assert reasons[no_solution.name].startswith("no reference solution")
+    saved = json.loads((tmp_path / "out.json").read_text())
+    assert (saved["tasks"], saved["passed"], saved["quarantined"]) == (3, 1, 2)
