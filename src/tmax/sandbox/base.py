@@ -325,6 +325,7 @@ class Sandbox(ABC):
         self.on_start: list[Callable[[Sandbox], None]] = []
         """Run after the session is up, before anything else (e.g. image steps)."""
         self._control_pid: int | None = None
+        self._cgroup_cache: dict[str, list[Path]] = {}
         self.reaped = 0
         self._protected: set[int] = set()
         self.died: str | None = None
@@ -348,11 +349,19 @@ class Sandbox(ABC):
         """Host PID of some process inside the sandbox's cgroup (None: not visible)."""
         return None
 
+    def _cgroups(self, controller: str) -> list[Path]:
+        """The sandbox's cgroup directories for a controller, found once and kept."""
+        if controller not in self._cgroup_cache:
+            anchor = self._anchor_pid()
+            if anchor is None:
+                return []
+            self._cgroup_cache[controller] = _cgroup_dirs(anchor, controller)
+        return self._cgroup_cache[controller]
+
     def oom_kills(self) -> int | None:
         """Host-side count of OOM kills in the sandbox's memory cgroup (None: not
         visible; the control shell's in-sandbox count is used instead)."""
-        anchor = self._anchor_pid()
-        for path in _cgroup_dirs(anchor, "memory") if anchor else []:
+        for path in self._cgroups("memory"):
             for name in ("memory.events", "memory.oom_control"):
                 try:
                     for line in (path / name).read_text().splitlines():
@@ -365,9 +374,8 @@ class Sandbox(ABC):
 
     def sandbox_pids(self) -> list[int]:
         """Host PIDs of every process in the sandbox's cgroup."""
-        anchor = self._anchor_pid()
         found: set[int] = set()
-        for path in _cgroup_dirs(anchor, "pids") if anchor else []:
+        for path in self._cgroups("pids"):
             with contextlib.suppress(OSError):
                 found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
         return sorted(found)
@@ -375,8 +383,7 @@ class Sandbox(ABC):
     def pids_limit_hits(self) -> int | None:
         """How often a fork in the sandbox failed on its PID limit (cgroup pids.events);
         None where the backend's cgroup is not visible."""
-        anchor = self._anchor_pid()
-        for path in _cgroup_dirs(anchor, "pids") if anchor else []:
+        for path in self._cgroups("pids"):
             try:
                 for line in (path / "pids.events").read_text().splitlines():
                     key, _, value = line.partition(" ")
@@ -387,8 +394,7 @@ class Sandbox(ABC):
         return None
 
     def _pids_nearly_full(self) -> bool:
-        anchor = self._anchor_pid()
-        for path in _cgroup_dirs(anchor, "pids") if anchor else []:
+        for path in self._cgroups("pids"):
             try:
                 current = int((path / "pids.current").read_text())
                 maximum = (path / "pids.max").read_text().strip()
@@ -404,8 +410,7 @@ class Sandbox(ABC):
         every PID the sandbox may have; the overrunning command's output is lost."""
         if self._control_pid is None:
             return 0
-        anchor = self._anchor_pid()
-        freezers = _cgroup_dirs(anchor, "freezer") if anchor else []
+        freezers = self._cgroups("freezer")
         killed = 0
         for _ in range(20):
             # Freeze the cgroup so nothing can fork while we sweep it; frozen
@@ -449,6 +454,7 @@ class Sandbox(ABC):
 
     def start(self) -> Self:
         started = time.monotonic()
+        self._cgroup_cache = {}
         try:
             self._channel = Channel(self._start())
             setup = f"__tmax_oom_on={int(self.oom_inside)}\n{_CONTROL_FUNCTIONS}"

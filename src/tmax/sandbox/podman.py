@@ -114,6 +114,7 @@ class PodmanSandbox(Sandbox):
         if self.container is not None:
             _podman("rm", "--force", "--time", "0", self.container, check=False)
             self.container = None
+            self._pid = None
 
     @classmethod
     def cleanup(cls, run_id: str | None = None) -> list[str]:
