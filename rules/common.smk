@@ -7,6 +7,8 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from tmax.config import ConfigError, validate_config  # noqa: E402
+from tmax.generate.fingerprint import generator_fingerprint  # noqa: E402
+from tmax.sandbox import images  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
 
@@ -37,9 +39,7 @@ def taxonomy_file():
 
 def domain_definition(wildcards):
     """The Dockerfile a domain's base image is built from (an input: edits rebuild)."""
-    definitions = Path(workflow.basedir) / "src/tmax/sandbox/definitions"
-    own = definitions / wildcards.domain / "Dockerfile"
-    return str(own if own.exists() else definitions / "base" / "Dockerfile")
+    return str(images.domain_definition(wildcards.domain))
 
 
 def spec_shard_files():
@@ -71,22 +71,6 @@ def task_shard_dirs():
 
 def validation_files():
     return [f"results/tasks/validation/{i:05d}.json" for i in range(len(SPEC_SHARDS))]
-
-
-def generator_fingerprint():
-    """Hash of the generator's code and image definitions: a param, so editing a task
-    family regenerates (and revalidates) the tasks, and nothing else does."""
-    import hashlib
-
-    root = Path(workflow.basedir) / "src/tmax"
-    hasher = hashlib.sha256()
-    sources = sorted((root / "generate").rglob("*.py")) + sorted(
-        (root / "sandbox/definitions").rglob("Dockerfile")
-    )
-    for path in sources:
-        hasher.update(path.relative_to(root).as_posix().encode())
-        hasher.update(path.read_bytes())
-    return hasher.hexdigest()[:16]
 
 
 def final_outputs():

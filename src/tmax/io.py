@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -57,3 +58,23 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 def write_json(path: str | os.PathLike[str], data: Any) -> None:
     """Write ``data`` as indented, key-sorted JSON, atomically (stable bytes for caching)."""
     write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def cache_dir() -> Path:
+    """The project's cache of expensive artefacts (``$TMAX_CACHE``, by default
+    ``~/.cache/tmax-repro``), created on first use."""
+    path = Path(os.environ.get("TMAX_CACHE", Path.home() / ".cache" / "tmax-repro"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path``, shared by every process (parallel jobs)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

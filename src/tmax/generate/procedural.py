@@ -16,7 +16,7 @@ from typing import Any
 
 from tmax.generate import families as _families  # noqa: F401  (registers the families)
 from tmax.generate.family import CODE_LANGUAGES, FAMILIES, Draft, Family, RenderContext
-from tmax.sandbox.images import definitions_dir
+from tmax.sandbox.images import domain_definition
 from tmax.tasks import Task, TaskConfig, TaskFile, TaskMeta
 from tmax.taxonomy import TaskSpec
 
@@ -107,9 +107,7 @@ def _instruction(spec: TaskSpec, body: str) -> str:
 
 
 def _dockerfile(domain: str, draft: Draft) -> str:
-    definition = definitions_dir() / domain / "Dockerfile"
-    if not definition.exists():
-        definition = definitions_dir() / "base" / "Dockerfile"
+    definition = domain_definition(domain)
     lines = [line for line in definition.read_text().splitlines() if not line.startswith("#")]
     text = "\n".join(lines).strip() + "\n"
     if draft.files:

@@ -61,24 +61,14 @@ def task_dirs(shard_dir: Path) -> list[Path]:
 
 def validate_shard(shard_dir: str | Path, backend: str, output: str | Path) -> dict[str, Any]:
     shard_dir = Path(shard_dir)
-    summary = validate_tasks(
-        task_dirs(shard_dir), backend, output, run_id=f"validate-{shard_dir.name}"
+    failed = shard_dir / FAILED_FILE
+    return validate_tasks(
+        task_dirs(shard_dir),
+        backend,
+        output,
+        run_id=f"validate-{shard_dir.name}",
+        generation_failures=json.loads(failed.read_text()) if failed.exists() else {},
     )
-    failures = (
-        json.loads((shard_dir / FAILED_FILE).read_text())
-        if (shard_dir / FAILED_FILE).exists()
-        else {}
-    )
-    if failures:
-        for spec_id, reason in failures.items():
-            summary["checks"].append(
-                {"task": spec_id, "ok": False, "reason": f"generation failed: {reason}",
-                 "noop_reward": None, "oracle_reward": None, "seconds": 0.0}
-            )  # fmt: skip
-        summary["quarantined"] += len(failures)
-        summary["tasks"] += len(failures)
-        write_json(output, summary)
-    return summary
 
 
 FILE_TYPE = pa.struct([("path", pa.string()), ("data", pa.binary()), ("executable", pa.bool_())])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -73,12 +73,21 @@ def check_task(task_dir: str | Path, backend: str = "bwrap", run_id: str = "vali
 
 
 def validate_tasks(
-    task_dirs: Sequence[Path], backend: str, output: str | Path, run_id: str = "validate"
+    task_dirs: Sequence[Path],
+    backend: str,
+    output: str | Path,
+    run_id: str = "validate",
+    generation_failures: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Check every task of a shard and write the verdicts as JSON."""
+    """Check every task of a shard and write the verdicts as JSON; specs that could
+    not be generated at all are listed as quarantined too."""
     checks = [
         check_task(task_dir, backend, run_id)
         for task_dir in track(task_dirs, description="validating tasks", disable=len(task_dirs) < 5)
+    ]
+    checks += [
+        TaskCheck(spec_id, False, f"generation failed: {reason}", None, None, 0.0)
+        for spec_id, reason in (generation_failures or {}).items()
     ]
     passed = sum(c.ok for c in checks)
     summary = {

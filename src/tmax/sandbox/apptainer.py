@@ -22,7 +22,6 @@ Apptainer cannot be installed on Debian 12 (bookworm); use podman or bwrap there
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -33,12 +32,11 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmax.io import write_text
+from tmax.io import file_lock, write_text
 from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
 from tmax.sandbox.images import ImageError
 
@@ -403,16 +401,6 @@ def definition_key(definition: str, context_dir: Path, output: Path | None = Non
     return digest.hexdigest()
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _read_key(path: Path) -> str | None:
     try:
         return path.read_text().strip()
@@ -441,7 +429,7 @@ def build_sif(definition: str, context_dir: Path, output: Path, fakeroot: bool =
     if shutil.which(binary) is None:
         raise ImageError(_missing_binary_message(binary))
     output.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(output.with_suffix(".sif.lock")):
+    with file_lock(output.with_suffix(".sif.lock")):
         if output.exists() and _read_key(key_file) == key:
             return output  # built by another process while we waited
         stem = f".{output.name}.{uuid.uuid4().hex[:12]}"

@@ -180,8 +180,8 @@ def sandbox_for_task(
         box.on_start.append(_apply_steps(task_dir, layered.steps))
         return box
     if backend == "apptainer":
+        from tmax.io import cache_dir
         from tmax.sandbox.apptainer import build_sif, dockerfile_to_definition
-        from tmax.sandbox.images import cache_dir
 
         prebuilt = task.config.get("environment", "docker_image")
         if prebuilt:

@@ -13,7 +13,6 @@ in their tag), so an unchanged definition is never rebuilt.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -27,7 +26,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from tmax.io import write_json
+from tmax.io import cache_dir, file_lock, write_json
 
 log = logging.getLogger("tmax.sandbox.images")
 
@@ -42,23 +41,11 @@ class ImageError(RuntimeError):
     """An image could not be built; the message carries the builder's output tail."""
 
 
-def cache_dir() -> Path:
-    path = Path(os.environ.get("TMAX_CACHE", Path.home() / ".cache" / "tmax-repro"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 @contextmanager
 def locked(name: str) -> Iterator[None]:
-    """An exclusive lock shared by every process using the cache (parallel jobs)."""
-    lock_dir = cache_dir() / "locks"
-    lock_dir.mkdir(exist_ok=True)
-    with (lock_dir / f"{name}.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """An exclusive lock named ``name`` in the cache, shared by parallel jobs."""
+    with file_lock(cache_dir() / "locks" / f"{name}.lock"):
+        yield
 
 
 def _run(cmd: Sequence[str], what: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -212,14 +199,17 @@ def build_podman_image(context: Path, repository: str, dockerfile: Path | None =
     return name
 
 
+def domain_definition(domain: str) -> Path:
+    """The Dockerfile of a domain's base image: ``definitions/<domain>/Dockerfile``,
+    or ``definitions/base/Dockerfile`` for a domain without its own."""
+    own = definitions_dir() / domain / "Dockerfile"
+    return own if own.exists() else definitions_dir() / "base" / "Dockerfile"
+
+
 def domain_image(domain: str) -> str:
-    """The base image of one domain, built from ``definitions/<domain>/Dockerfile``
-    (``definitions/base/`` for a domain without its own definition); also tagged
-    ``localhost/tmax-base-<domain>:latest``."""
-    context = definitions_dir() / domain
-    if not (context / "Dockerfile").exists():
-        context = definitions_dir() / "base"
-    name = build_podman_image(context, f"tmax-base-{domain}")
+    """The base image of one domain, built from :func:`domain_definition`; also
+    tagged ``localhost/tmax-base-<domain>:latest``."""
+    name = build_podman_image(domain_definition(domain).parent, f"tmax-base-{domain}")
     _run(["podman", "tag", name, f"localhost/tmax-base-{domain}:latest"], "podman tag")
     return name
 
@@ -257,24 +247,6 @@ def rootfs_from_podman(image: str) -> Path:
             {"image": image, "id": image_id, "env": env, "workdir": workdir},
         )
         os.replace(staging, target)
-    return target
-
-
-def rootfs_from_tarball(tarball: Path) -> Path:
-    """Unpack a rootfs tarball to a cached directory (bwrap without podman)."""
-    target = cache_dir() / "rootfs-dirs" / tarball.stem
-    if (target / ".tmax-complete").exists():
-        return target
-    with locked(f"rootfs-dir-{tarball.stem}"):
-        if not (target / ".tmax-complete").exists():
-            shutil.rmtree(target, ignore_errors=True)
-            staging = Path(tempfile.mkdtemp(dir=target.parent.parent, prefix=".unpack-"))
-            _run(["tar", "-C", str(staging), "-xf", str(tarball)], "tar")
-            for mount_point in ("opt/tmax", "tests", "logs", "proc", "dev", "tmp"):
-                (staging / mount_point).mkdir(parents=True, exist_ok=True)
-            write_json(staging / ".tmax-complete", {"tarball": str(tarball)})
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging, target)
     return target
 
 

@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tmax.io import write_json
+from tmax.io import cache_dir, write_json
 from tmax.sandbox.images import (
     base_rootfs_tarball,
-    cache_dir,
     definitions_dir,
     domain_image,
     ensure_podman_base,

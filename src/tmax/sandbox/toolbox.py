@@ -42,7 +42,6 @@ host upgrade produces a new toolbox directory instead of silently mutating an ol
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -52,10 +51,12 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tmax.io import cache_dir as default_cache_dir
+from tmax.io import file_lock
 
 __all__ = [
     "TOOLBOX_MOUNT",
@@ -693,34 +694,20 @@ def build_toolbox(dest: Path, python: str | None = None) -> Path:
     return _build(Path(dest), _make_plan(python))
 
 
-def _default_cache_dir() -> Path:
-    return Path(os.environ.get("TMAX_CACHE", Path.home() / ".cache" / "tmax-repro"))
-
-
-@contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure_toolbox(cache_dir: Path | None = None, python: str | None = None) -> Path:
     """Return ``cache_dir/toolbox-<key>``, building it first if it is not there yet.
 
     Builds are serialised with ``flock`` on a per-key lock file, so parallel workflow
     jobs build once and the others wait and reuse the result.
     """
-    cache = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     plan = _make_plan(python)
     key = _key_for(plan)
     dest = cache / f"toolbox-{key}"
     if (dest / "MANIFEST.json").is_file():
         return dest
     cache.mkdir(parents=True, exist_ok=True)
-    with _locked(cache / f".toolbox-{key}.lock"):
+    with file_lock(cache / f".toolbox-{key}.lock"):
         if not (dest / "MANIFEST.json").is_file():
             _build(dest, plan)
     return dest
