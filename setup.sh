@@ -90,7 +90,7 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing tmax and its pinned dependencies (a minute or two the first time)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[workflow,dev]"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[workflow,dev,model]"
   echo "$want" >"$stamp"
 else
   say "virtual environment up to date ($VENV)"

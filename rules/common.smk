@@ -1,4 +1,5 @@
 # Helpers shared by every stage: config validation, paths, input functions.
+import re
 import sys
 from pathlib import Path
 
@@ -81,4 +82,59 @@ def final_outputs():
         "results/tasks/tasks.parquet",
         "results/tasks/report.json",
         "results/tasks/report.md",
+        "results/eval/summary.json",
+        "results/eval/summary.md",
+    ]
+
+
+# --- models and evaluation ----------------------------------------------------------
+
+TINY_MODELS = ("tiny-qwen3",)
+"""Model paths the workflow builds itself, offline (tmax.models.tiny)."""
+MODELS = {model["name"]: model for model in config["models"]}
+EVALUATION = config["evaluation"]
+
+
+wildcard_constraints:
+    model="|".join(re.escape(name) for name in MODELS) or "^$",
+    tiny="|".join(TINY_MODELS),
+    benchmark="heldout|terminal-bench-2.0|tb-lite|swe-bench-verified|aime",
+    harness="tmax|terminus-2|mini-swe-agent|openhands",
+    run=r"\d+",
+
+
+def model_dir(wildcards):
+    """The folder a job serves the model from: built here for the tiny model, a local
+    folder when ``path`` is one; nothing for hub ids and external endpoints."""
+    model = MODELS[wildcards.model]
+    if model.get("endpoint"):
+        return []
+    if model["path"] in TINY_MODELS:
+        return f"results/models/{model['path']}"
+    return []
+
+
+def benchmark_inputs(wildcards):
+    """Held-out tasks come from the generated export; others are fetched by the job."""
+    if wildcards.benchmark == "heldout":
+        return {"tasks": "results/tasks/tasks.parquet"}
+    return {}
+
+
+def eval_run_files(wildcards):
+    runs = range(EVALUATION["runs"])
+    base = f"results/eval/{wildcards.model}/{wildcards.benchmark}/{wildcards.harness}"
+    return [f"{base}/run{run}.json" for run in runs]
+
+
+def eval_concurrency():
+    return EVALUATION["concurrency"] or config["sandbox"]["max_concurrency"]
+
+
+def eval_metric_files():
+    return [
+        f"results/eval/{model}/{benchmark}/{harness}/metrics.json"
+        for model in MODELS
+        for benchmark in EVALUATION["benchmarks"]
+        for harness in EVALUATION["harnesses"]
     ]

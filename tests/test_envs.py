@@ -12,7 +12,7 @@ import yaml
 def pins(requirements: list[str]) -> dict[str, str]:
     found = {}
     for requirement in requirements:
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([^;\s]+)", requirement.strip())
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?==([^;\s]+)", requirement.strip())
         assert match, f"not an exact pin: {requirement!r}"
         found[match[1].lower().replace("_", "-")] = match[2]
     return found

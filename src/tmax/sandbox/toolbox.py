@@ -95,6 +95,8 @@ REQUIRED_TOOLS: tuple[str, ...] = (
     "realpath", "id", "sha256sum", "md5sum", "base64", "seq",
     # the rest of a minimal shell environment
     "tar", "gzip", "grep", "sed", "awk", "find", "xargs", "diff", "cmp",
+    # the terminal that keystroke harnesses (terminus-2, openhands) drive
+    "tmux",
 )  # fmt: skip
 """Binaries that must be in ``bin/``; a missing one is an error."""
 
@@ -119,6 +121,7 @@ _DEBIAN_PACKAGE = {
     "xargs": "findutils",
     "diff": "diffutils",
     "cmp": "diffutils",
+    "tmux": "tmux",
 }
 """Debian package for each required tool that is not in coreutils (for install/errors)."""
 

@@ -1,0 +1,1 @@
+"""Evaluation: benchmarks as task sets, trials, the runner and metrics."""

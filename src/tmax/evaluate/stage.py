@@ -1,0 +1,268 @@
+"""The evaluation stage as the workflow runs it (rules/evaluate.smk).
+
+1. ``prepare_benchmark``: resolve a benchmark into a manifest of task directories
+   (held-out generated tasks, a Harbor directory or git repository, SWE-bench
+   Verified, AIME).
+2. ``evaluate_run``: one (model × benchmark × harness × run): serve the model (or use
+   its endpoint), run every task's trial, write the run's summary.
+3. ``collect_metrics``: pass@1 mean ± std over runs, pass@k, per-task and per-domain
+   breakdowns for one (model, benchmark, harness); ``write_summary`` for them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tmax.evaluate.runner import plan_trials, run_trials
+from tmax.harness import HarnessSettings
+from tmax.io import write_json, write_text
+
+log = logging.getLogger("tmax.evaluate")
+
+
+# --- 1. benchmarks ------------------------------------------------------------------
+
+
+def prepare_benchmark(
+    name: str,
+    output: Path,
+    *,
+    work_dir: Path,
+    sources: Mapping[str, Mapping[str, Any]] | None = None,
+    tasks_parquet: Path | None = None,
+    tasks_root: Path | None = None,
+    heldout_fraction: float = 0.1,
+    seed: int = 0,
+    max_tasks: int | None = None,
+) -> dict[str, Any]:
+    """Write ``output``: the benchmark's task directories and domains (a manifest)."""
+    from tmax.evaluate.benchmarks import resolve_benchmark
+
+    heldout_names: list[str] | None = None
+    if name == "heldout":
+        if tasks_parquet is None:
+            raise ValueError("the heldout benchmark needs the exported tasks.parquet")
+        import pyarrow.parquet as pq
+
+        from tmax.tasks.split import heldout_tasks
+
+        task_ids = pq.read_table(tasks_parquet, columns=["task_id"]).column(0).to_pylist()
+        heldout_names = heldout_tasks(task_ids, heldout_fraction, seed, limit=max_tasks)
+        if not heldout_names:
+            raise ValueError(
+                f"no generated task is held out ({len(task_ids)} tasks, fraction "
+                f"{heldout_fraction}): raise evaluation.heldout_fraction or sampler.n_specs"
+            )
+    task_set = resolve_benchmark(
+        name,
+        overrides=sources,
+        work_dir=work_dir,
+        heldout_root=tasks_root,
+        heldout_names=heldout_names,
+    )
+    tasks = sorted(task_set.tasks, key=lambda p: p.name)
+    if name != "heldout" and max_tasks is not None:
+        # A stable subset: ordered by a hash of the name, so raising the cap only adds.
+        tasks = sorted(tasks, key=lambda p: hashlib.sha256(p.name.encode()).hexdigest())
+        tasks = sorted(tasks[:max_tasks], key=lambda p: p.name)
+    manifest = {
+        "benchmark": name,
+        "source": task_set.source,
+        "tasks": [
+            {"name": path.name, "path": str(path), "domain": task_set.domains.get(path.name)}
+            for path in tasks
+        ],
+    }
+    write_json(output, manifest)
+    log.info("%s: %d task(s) from %s", name, len(tasks), task_set.source)
+    return manifest
+
+
+# --- 2. one run -------------------------------------------------------------------------
+
+
+def settings_from_config(evaluation: Mapping[str, Any]) -> HarnessSettings:
+    return HarnessSettings(
+        max_tool_calls=evaluation["max_tool_calls"],
+        max_turn_tokens=evaluation["max_turn_tokens"],
+        max_total_tokens=evaluation["max_total_tokens"],
+        temperature=evaluation["temperature"],
+        interleaved_thinking=evaluation["interleaved_thinking"],
+        max_format_errors=evaluation["max_format_errors"],
+        command_timeout_sec=float(evaluation["command_timeout_sec"]),
+    )
+
+
+@contextlib.contextmanager
+def serve_model(
+    model: Mapping[str, Any], model_dir: Path | None, engine: str, log_path: Path
+) -> Iterator[Any]:
+    """A chat client for a config ``models`` entry: its endpoint when it has one, else
+    a server started for the job (``transformers serve`` on CPU, ``vllm serve`` on GPU)
+    and stopped afterwards."""
+    from tmax.models.client import OpenAIChatModel
+    from tmax.models.serve import ModelServer
+
+    endpoint = model.get("endpoint")
+    if endpoint:
+        yield OpenAIChatModel(
+            endpoint["base_url"],
+            endpoint.get("model", model["name"]),
+            api_key_env=endpoint.get("api_key_env"),
+            timeout_sec=endpoint.get("timeout_sec", 600),
+        )
+        return
+    if engine == "vllm":
+        server = ModelServer.vllm(str(model_dir or model["path"]), log_path=log_path)
+    else:
+        if model_dir is None:
+            raise ValueError(
+                f"model {model['name']}: `transformers serve` needs a local model folder; "
+                "give the model an endpoint or use evaluation.engine: vllm"
+            )
+        server = ModelServer.transformers(model_dir, log_path=log_path)
+    with server:
+        yield OpenAIChatModel(server.base_url, server.model)
+
+
+def trials_dir(
+    root: Path, settings: HarnessSettings, model: Mapping[str, Any], backend: str
+) -> Path:
+    """Where a (model, benchmark, harness)'s trials live, keyed by what changes their
+    outcome: changing a budget or the model starts fresh trials, resuming reuses."""
+    key = json.dumps([asdict(settings), dict(model), backend], sort_keys=True, default=str)
+    return root / f"trials-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def evaluate_run(
+    manifest_path: Path,
+    model: Mapping[str, Any],
+    model_dir: Path | None,
+    harness: str,
+    run: int,
+    evaluation: Mapping[str, Any],
+    backend: str,
+    output: Path,
+    *,
+    concurrency: int,
+    server_log: Path,
+) -> dict[str, Any]:
+    """Run every task of a benchmark once under ``harness`` and summarise the run."""
+    from tmax.sandbox.episode import sandbox_for_task
+
+    manifest = json.loads(manifest_path.read_text())
+    settings = settings_from_config(evaluation)
+    root = trials_dir(output.parent / "trials", settings, model, backend)
+    specs = plan_trials(
+        ((Path(t["path"]), t["name"], t.get("domain")) for t in manifest["tasks"]),
+        model=model["name"],
+        benchmark=manifest["benchmark"],
+        harness=harness,
+        runs=[run],
+    )
+    run_id = os.environ.get("TMAX_RUN_ID") or f"eval-{os.getpid()}"
+    with serve_model(model, model_dir, evaluation["engine"], server_log) as client:
+        results = run_trials(
+            specs,
+            client,
+            settings,
+            root,
+            lambda task_dir: sandbox_for_task(task_dir, backend, run_id=run_id),
+            concurrency=concurrency,
+        )
+    summary = run_summary(results, root, model["name"], manifest["benchmark"], harness, run)
+    write_json(output, summary)
+    return summary
+
+
+def run_summary(
+    results: Sequence[Mapping[str, Any]],
+    root: Path,
+    model: str,
+    benchmark: str,
+    harness: str,
+    run: int,
+) -> dict[str, Any]:
+    trials = []
+    for result in results:
+        rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+        meta = (result.get("agent_result") or {}).get("metadata", {}).get("tmax", {})
+        exception = result.get("exception_info")
+        trials.append(
+            {
+                "trial": result["trial_name"],
+                "task": result["task_name"],
+                "reward": rewards.get("reward"),
+                "exit_status": meta.get("exit_status"),
+                "infra_failure": exception["exception_type"] if exception else None,
+            }
+        )
+    valid = [t for t in trials if t["infra_failure"] is None]
+    accuracy = sum(t["reward"] or 0.0 for t in valid) / len(valid) if valid else None
+    return {
+        "model": model,
+        "benchmark": benchmark,
+        "harness": harness,
+        "run": run,
+        "trials_dir": str(root),
+        "n_trials": len(trials),
+        "n_infra_failures": len(trials) - len(valid),
+        "accuracy": accuracy,
+        "trials": trials,
+    }
+
+
+# --- 3. metrics ---------------------------------------------------------------------------
+
+
+def collect_metrics(
+    run_files: Sequence[Path], output_json: Path, output_md: Path
+) -> dict[str, Any]:
+    """Metrics of one (model, benchmark, harness) over its runs."""
+    from tmax.evaluate.metrics import summarize
+    from tmax.evaluate.records import read_trial
+
+    records = []
+    for run_file in run_files:
+        run = json.loads(Path(run_file).read_text())
+        root = Path(run["trials_dir"])
+        records += [read_trial(root / trial["trial"]) for trial in run["trials"]]
+    summary = summarize(records)
+    data = summary.to_dict()
+    write_json(output_json, data)
+    write_text(output_md, summary.to_markdown() + "\n")
+    return data
+
+
+def write_summary(metric_files: Sequence[Path], output_json: Path, output_md: Path) -> None:
+    """One table over every (model, benchmark, harness): pass@1 mean ± std."""
+    rows = []
+    for path in metric_files:
+        rows += json.loads(Path(path).read_text())["groups"]
+    write_json(output_json, {"groups": rows})
+    lines = [
+        "# Evaluation",
+        "",
+        "pass@1 is the mean ± sample std of per-run accuracy (%); infrastructure failures",
+        "are left out of the accuracy and counted on their own.",
+        "",
+        "| model | benchmark | harness | pass@1 | runs | tasks | trials | infra failures |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        mean, std = row["pass_at_1_mean"], row["pass_at_1_std"]
+        pass_1 = "–" if mean is None else f"{mean:.1f} ± {std:.1f}"
+        lines.append(
+            f"| {row['model']} | {row['benchmark']} | {row['harness']} | {pass_1} | "
+            f"{row['n_runs']} | {row['n_tasks']} | {row['n_trials']} | "
+            f"{row['n_infra_failures']} |"
+        )
+    write_text(output_md, "\n".join(lines) + "\n")

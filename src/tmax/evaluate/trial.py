@@ -1,0 +1,226 @@
+"""One evaluation trial: a task, a model, a harness, a run — in a fresh sandbox.
+
+The trial directory is Harbor's (so Harbor's tooling and ours read it alike):
+
+    <trial>/config.json            what was run
+    <trial>/result.json            TrialResult: task_name, verifier_result.rewards.reward,
+                                   exception_info, agent_result, per-phase timing
+    <trial>/agent/trajectory.json  the episode in ATIF
+    <trial>/verifier/              test-stdout.txt and the reward file
+
+``result.json`` is written last and atomically: a trial directory without it is
+unfinished and is redone on resume. Infrastructure failures (the sandbox would not
+start, the model endpoint kept failing, a bug in a harness) are recorded in
+``exception_info`` with ``failure_kind: infra`` so the metrics keep them apart from
+wrong answers; whatever the agent did wrong (running out of turns or tokens,
+malformed replies, exhausting memory) is a reward of 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shutil
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tmax.harness import HarnessSettings, make_harness, run_agent
+from tmax.harness.base import AgentRun
+from tmax.harness.trajectory import now_iso
+from tmax.io import write_json, write_text
+from tmax.models.client import ChatModel, ModelError
+from tmax.sandbox.base import Sandbox, SandboxError, VerifyResult
+from tmax.tasks import read_task
+
+log = logging.getLogger("tmax.evaluate")
+
+SandboxFactory = Callable[[Path], Sandbox]
+"""Makes a (not yet started) sandbox for a task directory."""
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Which trial: (model × benchmark × harness × run) on one task."""
+
+    task_dir: Path
+    task_name: str
+    model: str
+    benchmark: str
+    harness: str
+    run: int
+    domain: str | None = None
+
+    @property
+    def trial_name(self) -> str:
+        """Stable across restarts (resume finds finished trials by it)."""
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "-", self.task_name)[:80]
+        return f"{safe}__r{self.run}"
+
+
+class _Phase:
+    """Harbor's ``{started_at, finished_at}`` timing record of one phase."""
+
+    def __init__(self, timing: dict[str, Any], name: str) -> None:
+        self.record: dict[str, Any] = {"started_at": now_iso(), "finished_at": None}
+        timing[name] = self.record
+
+    def __enter__(self) -> _Phase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.record["finished_at"] = now_iso()
+
+
+def _exception_info(error: BaseException, kind: str) -> dict[str, Any]:
+    return {
+        "exception_type": type(error).__name__,
+        "exception_message": str(error)[:4000],
+        "exception_traceback": "".join(traceback.format_exception(error))[-8000:],
+        "occurred_at": now_iso(),
+        "failure_kind": kind,
+    }
+
+
+def task_checksum(task_dir: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in task_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(task_dir)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def read_result(trial_dir: Path) -> dict[str, Any] | None:
+    """A finished trial's result, or None when the trial has not finished."""
+    import json
+
+    path = trial_dir / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None  # torn or corrupt: redo the trial
+
+
+def run_trial(
+    spec: TrialSpec,
+    model: ChatModel,
+    settings: HarnessSettings,
+    trial_dir: Path,
+    sandbox_factory: SandboxFactory,
+) -> dict[str, Any]:
+    """Run one trial into ``trial_dir`` and return its result; a finished trial is
+    not run again (its stored result is returned) unless the task has changed since."""
+    checksum = task_checksum(spec.task_dir)
+    done = read_result(trial_dir)
+    if done is not None and done.get("task_checksum") == checksum:
+        return done
+    if trial_dir.exists():  # a killed earlier attempt: start over
+        shutil.rmtree(trial_dir)
+    (trial_dir / "agent").mkdir(parents=True)
+    (trial_dir / "verifier").mkdir()
+    config = {
+        "task": {"path": str(spec.task_dir), "name": spec.task_name},
+        "trial_name": spec.trial_name,
+        "agent": {"name": spec.harness, "model_name": model.name, "kwargs": asdict(settings)},
+        "tmax": {"model": spec.model, "benchmark": spec.benchmark, "run": spec.run},
+    }
+    write_json(trial_dir / "config.json", config)
+
+    timing: dict[str, Any] = {}
+    started_at = now_iso()
+    exception: dict[str, Any] | None = None
+    agent_run: AgentRun | None = None
+    verification: VerifyResult | None = None
+    harness = None
+    try:
+        harness = make_harness(spec.harness, settings)
+        task = read_task(spec.task_dir)
+        with _Phase(timing, "environment_setup"):
+            sandbox = sandbox_factory(spec.task_dir)
+            sandbox.start()
+        try:
+            with _Phase(timing, "agent_execution"):
+                agent_run = run_agent(harness, model, sandbox, task.instruction)
+            if agent_run.exit_status == "out_of_memory":
+                verification = VerifyResult(0.0, {"reward": 0.0}, reason=agent_run.detail)
+            else:
+                with _Phase(timing, "verifier"):
+                    verification = sandbox.verify(spec.task_dir / "tests")
+        finally:
+            sandbox.close()
+    except (SandboxError, ModelError) as error:
+        exception = _exception_info(error, "infra")
+    except Exception as error:  # a harness or task bug must not stop the whole evaluation
+        log.exception("trial %s failed", spec.trial_name)
+        exception = _exception_info(error, "infra")
+
+    if agent_run is not None:
+        agent_run.trajectory.write(
+            trial_dir / "agent" / "trajectory.json",
+            {"exit_status": agent_run.exit_status, "turns": agent_run.turns},
+        )
+    if verification is not None:
+        write_text(trial_dir / "verifier" / "test-stdout.txt", verification.output)
+        write_text(trial_dir / "verifier" / "reward.txt", f"{verification.reward}\n")
+    usage = agent_run.usage if agent_run else None
+    metadata = {
+        "tmax": {
+            "model": spec.model,
+            "benchmark": spec.benchmark,
+            "harness": spec.harness,
+            "run": spec.run,
+            "domain": spec.domain,
+            "exit_status": agent_run.exit_status if agent_run else None,
+            "exit_detail": agent_run.detail if agent_run else None,
+            "failure_kind": "infra" if exception else None,
+            "turns": agent_run.turns if agent_run else 0,
+            "tool_calls": agent_run.tool_calls if agent_run else 0,
+            "format_errors": agent_run.format_errors if agent_run else 0,
+            "agent_time_sec": agent_run.agent_time_sec if agent_run else None,
+            "sandbox_time_sec": agent_run.sandbox_time_sec if agent_run else None,
+            "model_time_sec": usage.model_time_sec if usage else None,
+            "verifier_reason": verification.reason if verification else None,
+        }
+    }
+    result = {
+        "id": str(uuid.uuid4()),
+        "task_name": spec.task_name,
+        "trial_name": spec.trial_name,
+        "trial_uri": trial_dir.resolve().as_uri(),
+        "source": spec.benchmark,
+        "task_checksum": checksum,
+        "config": config,
+        "agent_info": {
+            "name": spec.harness,
+            "version": harness.version if harness else None,
+            "model_info": {"name": model.name, "provider": "openai-compatible"},
+        },
+        "agent_result": {
+            "n_input_tokens": usage.prompt_tokens if usage else None,
+            "n_cache_tokens": None,
+            "n_output_tokens": usage.completion_tokens if usage else None,
+            "cost_usd": None,
+            "rollout_details": None,
+            "metadata": metadata,
+        },
+        "verifier_result": (
+            {"rewards": verification.rewards or {"reward": verification.reward}}
+            if verification is not None
+            else None
+        ),
+        "exception_info": exception,
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "environment_setup": timing.get("environment_setup"),
+        "agent_setup": None,
+        "agent_execution": timing.get("agent_execution"),
+        "verifier": timing.get("verifier"),
+    }
+    write_json(trial_dir / "result.json", result)
+    return result

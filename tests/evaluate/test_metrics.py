@@ -1,0 +1,286 @@
+"""Metrics against values computed by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tmax.evaluate.metrics import (
+    mean_pass_at_k,
+    pass_at_1,
+    pass_at_k,
+    per_run_accuracy,
+    per_run_infra_failures,
+    summarize,
+    task_counts,
+)
+from tmax.evaluate.records import TrialRecord
+
+
+def trial(
+    task: str,
+    run: int,
+    reward: float | None,
+    *,
+    failure: str | None = None,
+    exit_status: str | None = "submitted",
+    model: str = "m",
+    harness: str = "tmax",
+    benchmark: str | None = "bench",
+    domain: str | None = None,
+    tokens: tuple[int | None, int | None] = (None, None),
+) -> TrialRecord:
+    return TrialRecord(
+        task_name=task,
+        run=run,
+        reward=reward,
+        failure=failure,
+        exit_status=exit_status,
+        model=model,
+        harness=harness,
+        benchmark=benchmark,
+        domain=domain,
+        n_input_tokens=tokens[0],
+        n_output_tokens=tokens[1],
+        duration_sec=None,
+        path=Path(f"/jobs/{model}/{task}__{run}"),
+    )
+
+
+def three_runs() -> list[TrialRecord]:
+    """Four tasks; runs solve 2/4, 3/4 and 4/4: accuracies 0.5, 0.75, 1.0."""
+    solved = {0: {"a", "b"}, 1: {"a", "b", "c"}, 2: {"a", "b", "c", "d"}}
+    return [
+        trial(task, run, 1.0 if task in solved[run] else 0.0) for run in range(3) for task in "abcd"
+    ]
+
+
+# --- pass@k ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (5, 2, 1, 0.4),  # c / n
+        (5, 2, 2, 0.7),  # 1 − C(3,2)/C(5,2) = 1 − 3/10
+        (5, 2, 3, 0.9),  # 1 − C(3,3)/C(5,3) = 1 − 1/10
+        (5, 2, 4, 1.0),  # n − c = 3 < 4: every draw holds a success
+        (4, 0, 2, 0.0),
+        (4, 4, 3, 1.0),
+        (1, 1, 1, 1.0),
+        (1, 0, 1, 0.0),
+        (10, 3, 5, 1 - math.comb(7, 5) / math.comb(10, 5)),
+    ],
+)
+def test_pass_at_k_matches_the_binomial_formula(n: int, c: int, k: int, expected: float) -> None:
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pass_at_k_is_stable_for_many_attempts() -> None:
+    # C(1000, 500) overflows a float; the product form does not need it.
+    assert pass_at_k(1000, 1, 500) == pytest.approx(0.5)
+    assert 0.0 < pass_at_k(1000, 3, 10) < 1.0
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(3, 1, 4), (3, 1, 0), (3, 4, 1), (3, -1, 1), (0, 0, 1)])
+def test_pass_at_k_rejects_impossible_counts(n: int, c: int, k: int) -> None:
+    with pytest.raises(ValueError, match="need"):
+        pass_at_k(n, c, k)
+
+
+def test_mean_pass_at_k_averages_over_tasks() -> None:
+    counts = {"a": (5, 2), "b": (4, 0), "c": (4, 4)}
+    assert mean_pass_at_k(counts, 2) == pytest.approx((0.7 + 0.0 + 1.0) / 3)
+    with pytest.raises(ValueError):
+        mean_pass_at_k({}, 1)
+
+
+# --- pass@1 over runs ------------------------------------------------------------------
+
+
+def test_three_runs_give_mean_and_sample_std_in_percent() -> None:
+    records = three_runs()
+    assert per_run_accuracy(records) == {0: 0.5, 1: 0.75, 2: 1.0}
+    mean, std, n_runs = pass_at_1(records)
+    # std = sqrt(((50−75)² + 0 + (100−75)²) / (3 − 1)) = 25
+    assert (mean, std, n_runs) == (pytest.approx(75.0), pytest.approx(25.0), 3)
+
+
+def test_one_run_has_zero_std() -> None:
+    records = [trial("a", 0, 1.0), trial("b", 0, 0.0)]
+    assert pass_at_1(records) == (50.0, 0.0, 1)
+
+
+def test_infra_failures_leave_numerator_and_denominator() -> None:
+    records = [
+        *three_runs(),
+        # The sandbox died on a fifth task in run 0 and a sixth in run 2.
+        trial("e", 0, None, failure="EnvironmentStartTimeoutError"),
+        trial("f", 2, 0.0, failure="RewardFileNotFoundError"),
+    ]
+    assert per_run_accuracy(records) == {0: 0.5, 1: 0.75, 2: 1.0}
+    assert per_run_infra_failures(records) == {0: 1, 1: 0, 2: 1}
+    assert pass_at_1(records)[:2] == (pytest.approx(75.0), pytest.approx(25.0))
+
+
+def test_agent_endings_without_reward_count_as_zero() -> None:
+    records = [
+        trial("a", 0, 1.0),
+        trial("b", 0, None, exit_status="max_turns"),
+        trial("c", 0, None, exit_status="context_length"),
+        trial("d", 0, 0.0),
+    ]
+    assert per_run_accuracy(records) == {0: 0.25}
+
+
+def test_rewards_are_used_as_is_for_accuracy_but_pass_needs_full_reward() -> None:
+    records = [trial("a", 0, 0.5), trial("b", 0, 1.0)]
+    assert per_run_accuracy(records) == {0: 0.75}
+    assert task_counts(records) == {"a": (1, 0), "b": (1, 1)}
+
+
+def test_a_run_of_only_infra_failures_has_no_accuracy() -> None:
+    records = [trial("a", 0, 1.0), trial("a", 1, None, failure="ApiError")]
+    assert per_run_accuracy(records) == {0: 1.0}
+    assert pass_at_1(records) == (100.0, 0.0, 1)
+    with pytest.raises(ValueError, match="undefined"):
+        pass_at_1([trial("a", 0, None, failure="ApiError")])
+
+
+def test_mixed_settings_and_duplicates_are_refused() -> None:
+    with pytest.raises(ValueError, match="mix 2"):
+        per_run_accuracy([trial("a", 0, 1.0), trial("a", 0, 1.0, model="other")])
+    with pytest.raises(ValueError, match="twice in run 0"):
+        per_run_accuracy([trial("a", 0, 1.0), trial("a", 0, 0.0)])
+
+
+# --- summaries -------------------------------------------------------------------------
+
+
+def test_summary_of_three_runs() -> None:
+    summary = summarize(three_runs())
+    (group,) = summary.groups
+    assert (group.model, group.benchmark, group.harness) == ("m", "bench", "tmax")
+    assert (group.n_tasks, group.n_runs, group.n_trials) == (4, 3, 12)
+    assert group.pass_at_1_mean == pytest.approx(75.0)
+    assert group.pass_at_1_std == pytest.approx(25.0)
+    assert group.per_task == {
+        "a": {"successes": 3, "attempts": 3, "infra_failures": 0},
+        "b": {"successes": 3, "attempts": 3, "infra_failures": 0},
+        "c": {"successes": 2, "attempts": 3, "infra_failures": 0},
+        "d": {"successes": 1, "attempts": 3, "infra_failures": 0},
+    }
+    # pass@1 = (1 + 1 + 2/3 + 1/3)/4 = 75 %; pass@2 = (1 + 1 + 1 + (1 − C(2,2)/C(3,2)))/4
+    assert group.pass_at_k == {1: pytest.approx(75.0), 2: pytest.approx(100 * (3 + 2 / 3) / 4)}
+    assert group.pass_at_k_tasks == {1: 4, 2: 4}  # no task has 4 attempts: no pass@4, @8
+
+
+def test_pass_at_k_leaves_out_tasks_short_of_k_valid_attempts() -> None:
+    records = [
+        trial("a", 0, 1.0),
+        trial("a", 1, 0.0),
+        trial("b", 0, 1.0),
+        trial("b", 1, None, failure="EnvironmentStartTimeoutError"),
+    ]
+    group = summarize(records, ks=(1, 2)).groups[0]
+    # k=1: a (2, 1) → 0.5, b (1, 1) → 1; k=2 over a only: 1 − C(1,2)/C(2,2) = 1.
+    assert group.pass_at_k == {1: pytest.approx(75.0), 2: pytest.approx(100.0)}
+    assert group.pass_at_k_tasks == {1: 2, 2: 1}
+    assert group.per_task["b"] == {"successes": 1, "attempts": 1, "infra_failures": 1}
+    assert group.n_infra_failures == 1
+    assert group.infra_failures == {"EnvironmentStartTimeoutError": 1}
+    assert group.per_run[1] == {"accuracy": 0.0, "n_valid": 1, "n_infra_failures": 1}
+    assert "100.0*" in summary_markdown(records)
+
+
+def summary_markdown(records: list[TrialRecord]) -> str:
+    return summarize(records, ks=(1, 2)).to_markdown()
+
+
+def test_per_domain_breakdown() -> None:
+    records = [
+        trial("s1", 0, 1.0, domain="security"),
+        trial("s2", 0, 0.0, domain="security"),
+        trial("s1", 1, 1.0, domain="security"),
+        trial("s2", 1, 1.0, domain="security"),
+        trial("d1", 0, 0.0, domain="debugging"),
+        trial("d1", 1, None, domain="debugging", failure="ApiError"),
+        trial("x", 0, 1.0),  # no domain: in the totals, not in per_domain
+    ]
+    group = summarize(records).groups[0]
+    # security: run 0 → 1/2, run 1 → 2/2: mean 75, std sqrt((25² + 25²)/1) = 35.36
+    assert group.per_domain["security"]["mean"] == pytest.approx(75.0)
+    assert group.per_domain["security"]["std"] == pytest.approx(25 * math.sqrt(2))
+    assert group.per_domain["security"]["n_tasks"] == 2
+    # debugging: only run 0 is valid: 0 %, one run so std 0.
+    assert group.per_domain["debugging"] == {"mean": 0.0, "std": 0.0, "n_tasks": 1}
+    assert set(group.per_domain) == {"security", "debugging"}
+
+
+def test_summary_groups_by_model_benchmark_harness() -> None:
+    records = [
+        trial("a", 0, 1.0, model="base"),
+        trial("a", 0, 0.0, model="tmax"),
+        trial("a", 0, 1.0, model="tmax", harness="terminus-2"),
+        trial("a", 0, 1.0, model="tmax", benchmark=None),
+    ]
+    summary = summarize(records)
+    assert [(g.model, g.benchmark, g.harness) for g in summary.groups] == [
+        ("base", "bench", "tmax"),
+        ("tmax", None, "tmax"),
+        ("tmax", "bench", "terminus-2"),
+        ("tmax", "bench", "tmax"),
+    ]
+    assert summary.get("tmax", "bench", "tmax").pass_at_1_mean == 0.0
+    with pytest.raises(KeyError):
+        summary.get("nope", None, "tmax")
+
+
+def test_summary_counts_exit_statuses_and_tokens() -> None:
+    records = [
+        trial("a", 0, 1.0, tokens=(100, 10)),
+        trial("b", 0, None, exit_status="max_turns", tokens=(300, 30)),
+        trial("c", 0, None, exit_status=None),
+        trial("d", 0, None, failure="ApiError", exit_status="model_error", tokens=(5, 1)),
+    ]
+    group = summarize(records).groups[0]
+    assert group.exit_statuses == {
+        "max_turns": 1,
+        "model_error": 1,
+        "submitted": 1,
+        "unrecorded": 1,
+    }
+    # Over valid trials that report tokens; the infra failure is left out.
+    assert group.mean_input_tokens == pytest.approx(200.0)
+    assert group.mean_output_tokens == pytest.approx(20.0)
+
+
+def test_summary_serialises_and_renders() -> None:
+    records = [*three_runs(), trial("e", 0, None, failure="ApiError")]
+    summary = summarize(records)
+    data = json.loads(json.dumps(summary.to_dict()))
+    assert data == summary.to_dict()
+    group = data["groups"][0]
+    assert group["pass_at_k"]["1"] == pytest.approx(100 * (1 + 1 + 2 / 3 + 1 / 3) / 4)
+    assert group["per_run"]["0"]["n_infra_failures"] == 1
+    table = summary.to_markdown()
+    assert table.splitlines()[0] == (
+        "| model | benchmark | harness | tasks | runs | pass@1 | pass@2 | trials | infra |"
+    )
+    # The paper's format: mean ± std; task e (infra only) makes pass@k "partial".
+    assert "| m | bench | tmax | 5 | 3 | 75.0 ± 25.0 | 91.7* | 13 | 1 |" in table
+
+
+def test_summary_of_only_infra_failures() -> None:
+    group = summarize([trial("a", 0, None, failure="ApiError")]).groups[0]
+    assert (group.pass_at_1_mean, group.pass_at_1_std, group.n_runs) == (None, None, 0)
+    assert group.pass_at_k == {}
+    assert "| – |" in summarize([trial("a", 0, None, failure="ApiError")]).to_markdown()
+
+
+def test_summarize_rejects_bad_ks() -> None:
+    with pytest.raises(ValueError, match="ks"):
+        summarize([trial("a", 0, 1.0)], ks=(0, 1))
