@@ -55,3 +55,16 @@ def test_task_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty-task").mkdir()
     assert main(["task", "check", str(tmp_path / "empty-task")]) == 1
     assert "empty-task/task.toml: missing" in capsys.readouterr().err
+
+
+def test_eval_metrics_reads_harbor_job_folders(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = root / "tests" / "fixtures" / "harbor_jobs"
+    out = tmp_path / "metrics.json"
+    assert main(["eval", "metrics", str(jobs / "2026-01-05__12-00-00"), "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "| qwen3-8b | hello-bench | terminus-2 | 2 | 2 | 75.0 ± 35.4 |" in table
+    assert out.exists()
+    assert main(["eval", "metrics", str(jobs / "README.md")]) == 2
+    assert "not a directory" in capsys.readouterr().err

@@ -8,6 +8,9 @@ Examples::
     tmax task check tests/fixtures/tasks/*
     tmax sandbox check tests/fixtures/tasks/* --backend bwrap
     tmax sandbox cleanup --run-id my-run
+    tmax eval run tests/fixtures/tasks/* --harness tmax --base-url http://127.0.0.1:8000/v1 \
+        --model my-model --runs 3 --jobs-dir jobs/
+    tmax eval metrics jobs/2026-01-05__12-00-00 --json metrics.json
 """
 
 from __future__ import annotations
@@ -92,6 +95,59 @@ def _sandbox_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _eval_run(args: argparse.Namespace) -> int:
+    """Evaluate a model endpoint on task directories (a Harbor-style job folder)."""
+    from tmax.evaluate.runner import plan_trials, run_trials
+    from tmax.evaluate.stage import run_summary
+    from tmax.harness import HarnessSettings
+    from tmax.models.client import OpenAIChatModel
+    from tmax.sandbox.episode import sandbox_for_task
+
+    settings = HarnessSettings(
+        max_tool_calls=args.max_tool_calls,
+        max_turn_tokens=args.max_turn_tokens,
+        max_total_tokens=args.max_total_tokens,
+        temperature=args.temperature,
+        interleaved_thinking=not args.no_interleaved_thinking,
+    )
+    model = OpenAIChatModel(args.base_url, args.model, api_key_env=args.api_key_env)
+    tasks = [(path, read_task(path).name, None) for path in args.tasks]
+    specs = plan_trials(
+        tasks, model=args.model, benchmark=args.benchmark, harness=args.harness,
+        runs=range(args.runs),
+    )  # fmt: skip
+    results = run_trials(
+        specs,
+        model,
+        settings,
+        args.jobs_dir,
+        lambda task_dir: sandbox_for_task(task_dir, args.backend),
+        concurrency=args.concurrency,
+    )
+    for run in range(args.runs):
+        of_run = [r for r, spec in zip(results, specs, strict=True) if spec.run == run]
+        summary = run_summary(of_run, args.jobs_dir, args.model, args.benchmark, args.harness, run)
+        accuracy = summary["accuracy"]
+        shown = "–" if accuracy is None else f"{100 * accuracy:.1f}%"
+        print(f"run {run}: {shown} of {summary['n_trials'] - summary['n_infra_failures']} "
+              f"trial(s), {summary['n_infra_failures']} infrastructure failure(s)")  # fmt: skip
+    return 0
+
+
+def _eval_metrics(args: argparse.Namespace) -> int:
+    """Metrics of Harbor job folders (ours or Harbor's own)."""
+    from tmax.evaluate.metrics import summarize
+    from tmax.evaluate.records import read_jobs
+    from tmax.io import write_json
+
+    records = read_jobs(args.jobs, benchmark=args.benchmark, strict=not args.skip_bad)
+    summary = summarize(records)
+    print(summary.to_markdown())
+    if args.json:
+        write_json(args.json, summary.to_dict())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tmax", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"tmax {__version__}")
@@ -134,6 +190,36 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_argument("tasks", nargs="+", type=Path)
     oracle.add_argument("--backend", default="podman", choices=["podman", "bwrap", "apptainer"])
     oracle.set_defaults(func=_sandbox_check)
+
+    evaluate = stages.add_parser("eval", help="agent evaluation (harnesses, trials, metrics)")
+    eval_sub = evaluate.add_subparsers(dest="action", required=True)
+    run = eval_sub.add_parser("run", help="run a model endpoint on tasks under one harness")
+    run.add_argument("tasks", nargs="+", type=Path, help="Harbor task directories")
+    run.add_argument(
+        "--harness", default="tmax", choices=["tmax", "terminus-2", "mini-swe-agent", "openhands"]
+    )
+    run.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint (…/v1)")
+    run.add_argument("--model", required=True, help="the served model id")
+    run.add_argument("--api-key-env", help="environment variable holding the API key")
+    run.add_argument("--runs", type=int, default=1)
+    run.add_argument("--jobs-dir", type=Path, default=Path("jobs/tmax-eval"))
+    run.add_argument("--benchmark", default="tasks", help="label used in the results")
+    run.add_argument("--backend", default="bwrap", choices=["podman", "bwrap", "apptainer"])
+    run.add_argument("--concurrency", type=int, default=2)
+    run.add_argument("--temperature", type=float, default=0.7)
+    run.add_argument("--max-tool-calls", type=int, default=64)
+    run.add_argument("--max-turn-tokens", type=int, default=16384)
+    run.add_argument("--max-total-tokens", type=int, default=65536)
+    run.add_argument("--no-interleaved-thinking", action="store_true")
+    run.set_defaults(func=_eval_run)
+    metrics = eval_sub.add_parser("metrics", help="pass@1 ± std and pass@k of job folders")
+    metrics.add_argument("jobs", nargs="+", type=Path, help="Harbor job folders")
+    metrics.add_argument("--benchmark", help="label to use when the jobs do not name one")
+    metrics.add_argument("--json", type=Path, help="also write the metrics as JSON")
+    metrics.add_argument(
+        "--skip-bad", action="store_true", help="skip unreadable trials (logged) instead of failing"
+    )
+    metrics.set_defaults(func=_eval_metrics)  # fmt: skip
     return parser
 
 
@@ -142,7 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(args.log)
     try:
         return int(args.func(args))
-    except (ConfigError, TaxonomyError, SamplerError, TaskFormatError, RuntimeError) as error:
+    except (
+        ConfigError,
+        TaxonomyError,
+        SamplerError,
+        TaskFormatError,
+        RuntimeError,
+        ValueError,
+    ) as error:
         print(f"tmax: error: {error}", file=sys.stderr)
         return 2
 

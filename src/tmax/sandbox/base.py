@@ -457,7 +457,12 @@ class Sandbox(ABC):
         self._cgroup_cache = {}
         try:
             self._channel = Channel(self._start())
-            setup = f"__tmax_oom_on={int(self.oom_inside)}\n{_CONTROL_FUNCTIONS}"
+            # Docker creates WORKDIR when it builds; a root file system used directly
+            # (bwrap's fast path) may lack it, so the session makes sure it exists.
+            setup = (
+                f"__tmax_oom_on={int(self.oom_inside)}\n"
+                f"mkdir -p -- {shlex.quote(self.workdir)} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
+            )
             self._channel.send(setup.encode())
             self._channel.read_until(b"__TMAX_READY__\n", time.monotonic() + 60)
         except (TimeoutError, SandboxError) as error:
