@@ -15,7 +15,7 @@ LOG_TASK = FIXTURE_TASKS / "count-error-lines"
 
 
 @pytest.fixture
-def log_box() -> Iterator[Sandbox]:
+def box() -> Iterator[Sandbox]:
     """A started sandbox of the count-error-lines task (skipped without bwrap)."""
     reason = _available("bwrap")
     if reason:

@@ -71,7 +71,7 @@ def test_truncate_middle_counts_what_it_cut() -> None:
 # --- episodes in a real sandbox ---------------------------------------------------------
 
 
-def test_tmax_solves_a_task_with_a_persistent_shell(log_box: Sandbox) -> None:
+def test_tmax_solves_a_task_with_a_persistent_shell(box: Sandbox) -> None:
     model = ScriptedModel(
         [
             Completion("THOUGHT: first I look."),  # no call: corrected, not fatal
@@ -80,7 +80,7 @@ def test_tmax_solves_a_task_with_a_persistent_shell(log_box: Sandbox) -> None:
             SUBMIT,
         ]
     )
-    run = run_agent(make_harness("tmax"), model, log_box, INSTRUCTION)
+    run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
     assert run.exit_status == "submitted"
     assert (run.turns, run.tool_calls, run.format_errors) == (4, 3, 1)
     messages = model.requests[-1]["messages"]
@@ -92,21 +92,21 @@ def test_tmax_solves_a_task_with_a_persistent_shell(log_box: Sandbox) -> None:
     assert last_observation["role"] == "tool"
     assert last_observation["content"] == "/app\nERROR\n(exit_code=0)"  # cwd and env persisted
     assert model.requests[0]["tools"][0]["function"]["name"] == "bash"
-    assert log_box.verify(LOG_TASK / "tests").reward == 1.0
+    assert box.verify(LOG_TASK / "tests").reward == 1.0
     steps = run.trajectory.to_dict()["steps"]
     assert [s["source"] for s in steps[:2]] == ["system", "user"]
     assert steps[-1]["tool_calls"][0]["arguments"] == {"command": f"echo {SUBMIT_SENTINEL}"}
 
 
-def test_mini_swe_agent_runs_each_command_in_a_fresh_shell(log_box: Sandbox) -> None:
+def test_mini_swe_agent_runs_each_command_in_a_fresh_shell(box: Sandbox) -> None:
     model = ScriptedModel(
         [bash_call("cd /tmp && export LEVEL=ERROR"), bash_call('pwd; echo "[$LEVEL]"'), SUBMIT]
     )
-    run = run_agent(make_harness("mini-swe-agent"), model, log_box, INSTRUCTION)
+    run = run_agent(make_harness("mini-swe-agent"), model, box, INSTRUCTION)
     assert run.exit_status == "submitted"
     observation = json.loads(model.requests[-1]["messages"][-1]["content"])
     assert observation == {"returncode": 0, "output": "/app\n[]\n"}
-    assert log_box.verify(LOG_TASK / "tests").reward == 0.0  # it never solved it
+    assert box.verify(LOG_TASK / "tests").reward == 0.0  # it never solved it
 
 
 def test_mini_swe_agent_splits_long_output() -> None:
@@ -120,7 +120,7 @@ def test_mini_swe_agent_splits_long_output() -> None:
 
 @pytest.mark.parametrize("harness", ["tmax", "mini-swe-agent"])
 def test_the_sentinel_must_be_the_first_line_of_a_successful_command(
-    harness: str, log_box: Sandbox
+    harness: str, box: Sandbox
 ) -> None:
     model = ScriptedModel(
         [
@@ -129,19 +129,19 @@ def test_the_sentinel_must_be_the_first_line_of_a_successful_command(
             SUBMIT,
         ]
     )
-    run = run_agent(make_harness(harness), model, log_box, INSTRUCTION)
+    run = run_agent(make_harness(harness), model, box, INSTRUCTION)
     assert run.exit_status == "submitted" and run.tool_calls == 3
 
 
-def test_budgets_end_the_episode(log_box: Sandbox) -> None:
+def test_budgets_end_the_episode(box: Sandbox) -> None:
     endless = ScriptedModel(lambda messages: bash_call("true"))
     settings = HarnessSettings(max_tool_calls=3)
-    run = run_agent(make_harness("tmax", settings), endless, log_box, INSTRUCTION)
+    run = run_agent(make_harness("tmax", settings), endless, box, INSTRUCTION)
     assert (run.exit_status, run.tool_calls) == ("max_tool_calls", 3)
 
     chatty = ScriptedModel(lambda messages: "THOUGHT: hmm")
     settings = HarnessSettings(max_format_errors=2)
-    run = run_agent(make_harness("tmax", settings), chatty, log_box, INSTRUCTION)
+    run = run_agent(make_harness("tmax", settings), chatty, box, INSTRUCTION)
     assert (run.exit_status, run.format_errors) == ("format_errors", 2)
 
     big = ScriptedModel(
@@ -150,39 +150,39 @@ def test_budgets_end_the_episode(log_box: Sandbox) -> None:
         )
     )
     settings = HarnessSettings(max_total_tokens=1000, max_turn_tokens=500)
-    run = run_agent(make_harness("tmax", settings), big, log_box, INSTRUCTION)
+    run = run_agent(make_harness("tmax", settings), big, box, INSTRUCTION)
     assert run.exit_status == "token_budget" and run.turns == 1
     assert big.requests[0]["max_tokens"] == 500
 
 
-def test_per_turn_budget_shrinks_near_the_total(log_box: Sandbox) -> None:
+def test_per_turn_budget_shrinks_near_the_total(box: Sandbox) -> None:
     model = ScriptedModel(
         lambda messages: Completion(
             "", bash_call("true").tool_calls, prompt_tokens=700, completion_tokens=100
         )
     )
     settings = HarnessSettings(max_total_tokens=1000, max_turn_tokens=500, max_tool_calls=2)
-    run_agent(make_harness("tmax", settings), model, log_box, INSTRUCTION)
+    run_agent(make_harness("tmax", settings), model, box, INSTRUCTION)
     assert [r["max_tokens"] for r in model.requests] == [500, 200]
 
 
 @pytest.mark.parametrize("interleaved", [True, False])
 def test_interleaved_thinking_keeps_or_drops_earlier_reasoning(
-    interleaved: bool, log_box: Sandbox
+    interleaved: bool, box: Sandbox
 ) -> None:
     thinking = Completion(
         "THOUGHT: look", bash_call("ls").tool_calls, reasoning="the log is in /app"
     )
     model = ScriptedModel([thinking, SUBMIT])
     settings = HarnessSettings(interleaved_thinking=interleaved, temperature=0.3)
-    run_agent(make_harness("tmax", settings), model, log_box, INSTRUCTION)
+    run_agent(make_harness("tmax", settings), model, box, INSTRUCTION)
     earlier = model.requests[-1]["messages"][2]
     assert earlier["role"] == "assistant"
     assert ("reasoning_content" in earlier) is interleaved
     assert model.requests[-1]["temperature"] == 0.3
 
 
-def test_out_of_memory_ends_the_episode(log_box: Sandbox) -> None:
+def test_out_of_memory_ends_the_episode(box: Sandbox) -> None:
     from tmax.sandbox.episode import sandbox_for_task
 
     hog = "x=$(head -c 400M /dev/zero | tr '\\0' a); echo ${#x}"
@@ -191,3 +191,24 @@ def test_out_of_memory_ends_the_episode(log_box: Sandbox) -> None:
         run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
     assert run.exit_status == "out_of_memory"
     assert "OOM" in (run.detail or "")
+
+
+def test_out_of_memory_between_commands_ends_the_episode() -> None:
+    """A background job is OOM-killed while the model thinks: no command of the harness
+    sees it, the per-turn check does."""
+    import time
+
+    from tmax.sandbox.episode import sandbox_for_task
+
+    hog = "(sleep 0.2; x=$(head -c 400M /dev/zero | tr '\\0' a)) > /dev/null 2>&1 &"
+
+    def slow_thinker(messages: object) -> Completion:
+        time.sleep(3)  # the hog runs out of memory meanwhile
+        return Completion("THOUGHT: still thinking")  # no call: no command runs
+
+    answers = iter([lambda m: bash_call(hog), slow_thinker, lambda m: SUBMIT])
+    model = ScriptedModel(lambda messages: next(answers)(messages))
+    with sandbox_for_task(LOG_TASK, "bwrap", run_id="pytest", memory_mb=128) as box:
+        run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
+    assert run.exit_status == "out_of_memory"
+    assert (run.turns, run.tool_calls) == (2, 1)

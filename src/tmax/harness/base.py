@@ -159,6 +159,9 @@ def run_agent(
     messages = harness.start(instruction, sandbox, trajectory)
     run = AgentRun("max_turns", trajectory, usage)
     context_tokens = 0  # prompt + answer of the latest turn: the trajectory's length
+    # Keystroke harnesses leave programs running between turns, so an OOM kill can
+    # happen outside any command the harness ran: check the sandbox's count each turn.
+    oom_baseline = sandbox.oom_kills()
     try:
         while run.turns < settings.turn_limit:
             room = settings.max_total_tokens - context_tokens
@@ -182,6 +185,11 @@ def run_agent(
             trajectory.agent(completion)
             messages.append(completion.assistant_message(settings.interleaved_thinking))
             action = harness.act(completion, sandbox, trajectory)
+            if oom_baseline is not None and (sandbox.oom_kills() or 0) > oom_baseline:
+                raise EpisodeOver(
+                    "out_of_memory",
+                    f"the OOM killer ended a process (limit {sandbox.limits.memory_mb} MB)",
+                )
             messages.extend(action.messages)
             run.tool_calls += action.tool_calls
             if action.format_error:
