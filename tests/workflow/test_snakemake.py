@@ -72,7 +72,9 @@ def edit_config(workdir: Path, edit) -> None:
 
 
 SMALL = {"n_specs": 30, "shard_size": 10}
-"""The embedded default, shrunk so the whole DAG (validation included) runs in a minute."""
+SMALL_EVALUATION = {"harnesses": ["tmax"], "runs": 1, "max_tasks": 2, "heldout_fraction": 0.2}
+"""The embedded default, shrunk so the whole DAG (validation and an evaluation of the
+tiny model through a real `transformers serve`) runs in a minute or two."""
 
 
 def copy_workflow(workdir: Path, small: bool = True) -> Path:
@@ -84,6 +86,7 @@ def copy_workflow(workdir: Path, small: bool = True) -> Path:
             shutil.copy2(source, workdir / name)
     if small:
         edit_config(workdir, lambda c: c["sampler"].update(SMALL))
+        edit_config(workdir, lambda c: c["evaluation"].update(SMALL_EVALUATION))
     return workdir
 
 
@@ -97,8 +100,20 @@ FIRST_RUN = {
     "generate_tasks": 3,
     "validate_tasks": 3,
     "collect_tasks": 1,
+    "tiny_model": 1,
+    "benchmark_tasks": 1,
+    "evaluate": 1,
+    "eval_metrics": 1,
+    "eval_summary": 1,
     "all": 1,
 }
+EVALUATION_JOBS = {
+    "benchmark_tasks": 1,
+    "evaluate": 1,
+    "eval_metrics": 1,
+    "eval_summary": 1,
+}
+"""What new or changed tasks rerun downstream: the held-out set may have changed."""
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +175,43 @@ def test_run_produces_validated_tasks(workflow: Path) -> None:
     assert len(list((workflow / "results/tasks/shards/00000").glob("spec-*"))) == 10
 
 
+def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
+    from tmax.evaluate.records import read_job
+
+    manifest = json.loads((workflow / "results/eval/benchmarks/heldout.json").read_text())
+    assert len(manifest["tasks"]) == 2
+    run_file = workflow / "results/eval/tiny-qwen3/heldout/tmax/run0.json"
+    run = json.loads(run_file.read_text())
+    assert run["n_trials"] == 2 and run["n_infra_failures"] == 0, run
+    records = read_job(workflow / run["trials_dir"])
+    assert {r.task_name for r in records} == {t["name"] for t in manifest["tasks"]}
+    for record in records:
+        trial = record.path
+        assert (trial / "agent" / "trajectory.json").exists()
+        assert record.model == "tiny-qwen3" and record.harness == "tmax"
+        assert record.n_input_tokens and record.n_input_tokens > 0  # the real server answered
+    summary = (workflow / "results/eval/summary.md").read_text()
+    assert "| tiny-qwen3 | heldout | tmax |" in summary
+    server_log = workflow / "results/logs/eval/tiny-qwen3/heldout/tmax/run0.server.log"
+    assert server_log.stat().st_size > 0
+
+    # Rerunning the job (as after a kill: Snakemake deletes a failed job's outputs)
+    # resumes its trials instead of redoing them.
+    first = {r.task_name: json.loads((r.path / "result.json").read_text())["id"] for r in records}
+    run_file.unlink()
+    assert planned_jobs(workflow, "--forcerun", "evaluate") == {
+        "evaluate": 1, "eval_metrics": 1, "eval_summary": 1, "all": 1
+    }  # fmt: skip
+    snakemake(workflow, "--forcerun", "evaluate")
+    again = read_job(workflow / json.loads(run_file.read_text())["trials_dir"])
+    assert {r.task_name: json.loads((r.path / "result.json").read_text())["id"]
+            for r in again} == first  # fmt: skip
+    assert (
+        "already finished: resuming"
+        in (workflow / "results/logs/eval/tiny-qwen3/heldout/tmax/run0.log").read_text()
+    )
+
+
 def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
     before = (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns
     edit_config(workflow, lambda c: c["sampler"].update(n_specs=35))
@@ -170,6 +222,7 @@ def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
         "generate_tasks": 1,
         "validate_tasks": 1,
         "collect_tasks": 1,
+        **EVALUATION_JOBS,
         "all": 1,
     }
     snakemake(workflow)
@@ -187,6 +240,7 @@ def test_changed_sampler_parameter_reruns_sampler_and_dependants(workflow: Path)
         "generate_tasks": 4,
         "validate_tasks": 4,
         "collect_tasks": 1,
+        **EVALUATION_JOBS,
         "all": 1,
     }
     snakemake(workflow)

@@ -160,7 +160,7 @@ def evaluate_run(
 
     manifest = json.loads(manifest_path.read_text())
     settings = settings_from_config(evaluation)
-    root = trials_dir(output.parent / "trials", settings, model, backend)
+    root = trials_dir(output.parent, settings, model, backend)
     specs = plan_trials(
         ((Path(t["path"]), t["name"], t.get("domain")) for t in manifest["tasks"]),
         model=model["name"],

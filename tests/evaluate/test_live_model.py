@@ -1,0 +1,71 @@
+"""A trial against a real `transformers serve` process with a tiny local model.
+
+The tiny Qwen3 is taught (overfit) to answer the tmax harness's first turn on the
+count-error-lines fixture with the submit call, so the whole path is exercised for
+real: the harness's prompt through the chat template, the server's tool-call parser,
+the `openai` client, the sandbox, the verifier and the trial directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness.conftest import LOG_TASK
+from tests.sandbox.test_sandbox import _available
+from tmax.evaluate.trial import TrialSpec, run_trial
+from tmax.harness import HarnessSettings, make_harness
+from tmax.harness.base import SUBMIT_SENTINEL
+from tmax.harness.trajectory import Trajectory
+from tmax.models.client import OpenAIChatModel
+from tmax.models.serve import ModelServer
+from tmax.models.tiny import TeachExample, bash_tool_call, ensure_tiny_model
+from tmax.sandbox.episode import sandbox_for_task
+
+pytestmark = pytest.mark.slow
+
+SETTINGS = HarnessSettings(temperature=0.0, max_turn_tokens=64, max_tool_calls=4)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
+    reason = _available("bwrap")
+    if reason:
+        pytest.skip(reason)
+    harness = make_harness("tmax", SETTINGS)
+    instruction = (LOG_TASK / "instruction.md").read_text()
+    first_turn = harness.start(instruction, None, Trajectory("tmax", "1", "m"))  # type: ignore[arg-type]
+    lesson = TeachExample(
+        messages=first_turn,
+        tools=harness.tools,
+        target=bash_tool_call(f"echo {SUBMIT_SENTINEL}"),
+    )
+    parent = tmp_path_factory.mktemp("models")
+    model_dir = ensure_tiny_model("tiny-submitter", parent=parent, teach=[lesson])
+    with ModelServer.transformers(model_dir, log_path=parent / "server.log") as served:
+        yield served
+
+
+def test_a_served_tiny_model_plays_a_trial_end_to_end(server: ModelServer, tmp_path: Path) -> None:
+    model = OpenAIChatModel(server.base_url, server.model)
+    spec = TrialSpec(LOG_TASK, "count-error-lines", "tiny-submitter", "fixtures", "tmax", 0)
+    result = run_trial(
+        spec,
+        model,
+        SETTINGS,
+        tmp_path / spec.trial_name,
+        lambda task_dir: sandbox_for_task(task_dir, "bwrap", run_id="pytest"),
+    )
+    assert result["exception_info"] is None, result["exception_info"]
+    meta = result["agent_result"]["metadata"]["tmax"]
+    assert meta["exit_status"] == "submitted" and meta["turns"] == 1
+    assert result["verifier_result"]["rewards"]["reward"] == 0.0  # submitted without solving
+    assert result["agent_result"]["n_input_tokens"] > 100  # usage came from the server
+    assert result["agent_info"]["model_info"]["name"] == "tiny-submitter"
+    trajectory = json.loads((tmp_path / spec.trial_name / "agent/trajectory.json").read_text())
+    [call] = trajectory["steps"][-1]["tool_calls"]
+    assert call["function_name"] == "bash"
+    assert call["arguments"] == {"command": f"echo {SUBMIT_SENTINEL}"}
