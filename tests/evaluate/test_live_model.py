@@ -69,3 +69,27 @@ def test_a_served_tiny_model_plays_a_trial_end_to_end(server: ModelServer, tmp_p
     [call] = trajectory["steps"][-1]["tool_calls"]
     assert call["function_name"] == "bash"
     assert call["arguments"] == {"command": f"echo {SUBMIT_SENTINEL}"}
+
+
+def test_the_cli_evaluates_an_endpoint_and_tabulates_it(
+    server: ModelServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tmax.cli import main
+
+    jobs = tmp_path / "jobs"
+    args = ["eval", "run", str(LOG_TASK), "--base-url", server.base_url, "--model", server.model]
+    args += [
+        "--temperature",
+        "0",
+        "--max-turn-tokens",
+        "64",
+        "--max-tool-calls",
+        "4",
+        "--runs",
+        "2",
+    ]
+    assert main([*args, "--jobs-dir", str(jobs), "--benchmark", "fixtures"]) == 0
+    out = capsys.readouterr().out
+    assert "run 0: 0.0% of 1 trial(s), 0 infrastructure failure(s)" in out
+    assert main(["eval", "metrics", str(jobs)]) == 0
+    assert "| tiny-submitter | fixtures | tmax | 1 | 2 | 0.0 ± 0.0 |" in capsys.readouterr().out

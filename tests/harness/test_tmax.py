@@ -109,6 +109,13 @@ def test_mini_swe_agent_runs_each_command_in_a_fresh_shell(box: Sandbox) -> None
     assert box.verify(LOG_TASK / "tests").reward == 0.0  # it never solved it
 
 
+def test_mini_swe_agent_solves_a_task(box: Sandbox) -> None:
+    model = ScriptedModel([bash_call("ls /app"), bash_call(SOLUTION), SUBMIT])
+    run = run_agent(make_harness("mini-swe-agent"), model, box, INSTRUCTION)
+    assert (run.exit_status, run.tool_calls) == ("submitted", 3)
+    assert box.verify(LOG_TASK / "tests").reward == 1.0
+
+
 def test_mini_swe_agent_splits_long_output() -> None:
     from tmax.harness.mini_swe_agent import format_observation as mini_format
 
