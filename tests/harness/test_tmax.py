@@ -219,3 +219,10 @@ def test_out_of_memory_between_commands_ends_the_episode() -> None:
         run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
     assert run.exit_status == "out_of_memory"
     assert (run.turns, run.tool_calls) == (2, 1)
+
+
+def test_the_tasks_agent_time_limit_ends_the_episode(box: Sandbox) -> None:
+    slow = ScriptedModel(lambda messages: bash_call("sleep 0.3"))
+    run = run_agent(make_harness("tmax"), slow, box, INSTRUCTION, timeout_sec=0.5)
+    assert run.exit_status == "agent_timeout"
+    assert 1 <= run.tool_calls <= 3

@@ -146,7 +146,13 @@ def run_trial(
             sandbox.start()
         try:
             with _Phase(timing, "agent_execution"):
-                agent_run = run_agent(harness, model, sandbox, task.instruction)
+                agent_run = run_agent(
+                    harness,
+                    model,
+                    sandbox,
+                    task.instruction,
+                    timeout_sec=task.config.get("agent", "timeout_sec"),
+                )
             if agent_run.exit_status == "out_of_memory":
                 verification = VerifyResult(0.0, {"reward": 0.0}, reason=agent_run.detail)
             else:

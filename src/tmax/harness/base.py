@@ -83,7 +83,7 @@ class AgentRun:
 
     exit_status: str
     """submitted | finished | max_tool_calls | max_turns | token_budget |
-    context_length | format_errors | out_of_memory | sandbox_died"""
+    context_length | format_errors | agent_timeout | out_of_memory | sandbox_died"""
     trajectory: Trajectory
     usage: Usage
     turns: int = 0
@@ -150,8 +150,14 @@ def run_agent(
     model: ChatModel,
     sandbox: Sandbox,
     instruction: str,
+    *,
+    timeout_sec: float | None = None,
 ) -> AgentRun:
-    """Play one episode of ``harness`` with ``model`` in a started ``sandbox``."""
+    """Play one episode of ``harness`` with ``model`` in a started ``sandbox``.
+
+    ``timeout_sec`` is the task's agent time limit (Harbor's ``[agent].timeout_sec``),
+    checked between turns: an agent that runs out of time has failed the task.
+    """
     settings = harness.settings
     trajectory = Trajectory(harness.name, harness.version, model.name)
     usage = Usage()
@@ -164,6 +170,9 @@ def run_agent(
     oom_baseline = sandbox.oom_kills()
     try:
         while run.turns < settings.turn_limit:
+            if timeout_sec is not None and time.monotonic() - started > timeout_sec:
+                run.exit_status = "agent_timeout"
+                break
             room = settings.max_total_tokens - context_tokens
             if room <= 0:
                 run.exit_status = "token_budget"
