@@ -44,7 +44,7 @@ def prepare_benchmark(
     max_tasks: int | None = None,
 ) -> dict[str, Any]:
     """Write ``output``: the benchmark's task directories and domains (a manifest)."""
-    from tmax.evaluate.benchmarks import resolve_benchmark
+    from tmax.benchmarks import resolve_benchmark
 
     heldout_names: list[str] | None = None
     if name == "heldout":

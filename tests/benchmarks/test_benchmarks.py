@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURE_TASKS
-from tmax.evaluate import benchmarks
-from tmax.evaluate.benchmarks import (
+from tmax import benchmarks
+from tmax.benchmarks import (
     BenchmarkError,
     TaskSet,
     aime,
@@ -30,7 +30,7 @@ from tmax.evaluate.benchmarks import (
     swe_bench_tasks,
     swe_bench_verified,
 )
-from tmax.evaluate.data import swe_bench_grade
+from tmax.benchmarks.data import swe_bench_grade
 from tmax.sandbox.episode import LayeredImage, layered_image, run_episode, sandbox_for_task
 from tmax.tasks import read_task
 

@@ -43,7 +43,7 @@ from tmax.sandbox.episode import dockerfile_instructions
 from tmax.sandbox.images import definitions_dir
 from tmax.tasks import Task, TaskConfig, TaskFile, TaskFormatError, read_task, write_task
 
-log = logging.getLogger("tmax.evaluate.benchmarks")
+log = logging.getLogger("tmax.benchmarks")
 
 DATA_DIR = Path(__file__).parent / "data"
 KINDS = ("harbor_git", "swe_bench", "aime", "heldout")
