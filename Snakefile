@@ -13,6 +13,7 @@ include: "rules/sample.smk"
 include: "rules/images.smk"
 include: "rules/generate.smk"
 include: "rules/validate.smk"
+include: "rules/decontaminate.smk"
 include: "rules/evaluate.smk"
 
 

@@ -82,6 +82,10 @@ def final_outputs():
         "results/tasks/tasks.parquet",
         "results/tasks/report.json",
         "results/tasks/report.md",
+        "results/decontam/report.json",
+        "results/decontam/report.md",
+        "results/decontam/clean_tasks.parquet",
+        "results/decontam/removed.json",
         "results/eval/summary.json",
         "results/eval/summary.md",
     ]
@@ -93,6 +97,7 @@ TINY_MODELS = ("tiny-qwen3",)
 """Model paths the workflow builds itself, offline (tmax.models.tiny)."""
 MODELS = {model["name"]: model for model in config["models"]}
 EVALUATION = config["evaluation"]
+DECONTAMINATION = config["decontamination"]
 
 
 wildcard_constraints:

@@ -129,3 +129,9 @@ def test_config_hash_is_stable_and_sensitive(config: dict[str, Any]) -> None:
     assert config_hash(same) == config_hash(config)
     same["seed"] += 1
     assert config_hash(same) != config_hash(config)
+
+
+def test_the_removal_ngram_must_be_checked(raw_config: dict) -> None:
+    raw_config["decontamination"]["remove_ngram"] = 10
+    with pytest.raises(ConfigError, match=r"'decontamination.remove_ngram' = 10 is not one of"):
+        validate_config(raw_config)

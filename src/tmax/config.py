@@ -148,6 +148,12 @@ def _semantic_problems(config: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"'models' repeats the name(s) {', '.join(duplicates)}; names must be unique"
         )
+    decontamination = config["decontamination"]
+    if decontamination["remove_ngram"] not in decontamination["ngram_sizes"]:
+        problems.append(
+            f"'decontamination.remove_ngram' = {decontamination['remove_ngram']} is not one of "
+            f"'decontamination.ngram_sizes' {decontamination['ngram_sizes']}"
+        )
     return problems
 
 

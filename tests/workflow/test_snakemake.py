@@ -72,7 +72,17 @@ def edit_config(workdir: Path, edit) -> None:
 
 
 SMALL = {"n_specs": 30, "shard_size": 10}
-SMALL_EVALUATION = {"harnesses": ["tmax"], "runs": 1, "max_tasks": 2, "heldout_fraction": 0.2}
+SMALL_EVALUATION = {
+    "harnesses": ["tmax"],
+    "runs": 1,
+    "max_tasks": 2,
+    "heldout_fraction": 0.2,
+    # Local stand-ins for the benchmarks the decontamination stage checks (no network).
+    "sources": {
+        "terminal-bench-2.0": {"path": str(ROOT / "tests/fixtures/tasks")},
+        "tb-lite": {"path": str(ROOT / "tests/fixtures/tasks")},
+    },
+}
 """The embedded default, shrunk so the whole DAG (validation and an evaluation of the
 tiny model through a real `transformers serve`) runs in a minute or two."""
 
@@ -100,6 +110,9 @@ FIRST_RUN = {
     "generate_tasks": 3,
     "validate_tasks": 3,
     "collect_tasks": 1,
+    "decontam_benchmark": 2,
+    "decontaminate": 1,
+    "decontam_filter": 1,
     "tiny_model": 1,
     "benchmark_tasks": 1,
     "evaluate": 1,
@@ -108,12 +121,14 @@ FIRST_RUN = {
     "all": 1,
 }
 EVALUATION_JOBS = {
+    "decontaminate": 1,
+    "decontam_filter": 1,
     "benchmark_tasks": 1,
     "evaluate": 1,
     "eval_metrics": 1,
     "eval_summary": 1,
 }
-"""What new or changed tasks rerun downstream: the held-out set may have changed."""
+"""What new or changed tasks rerun downstream: the check, and the held-out set."""
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +188,23 @@ def test_run_produces_validated_tasks(workflow: Path) -> None:
     paths = {f["path"] for f in row["files"]}
     assert {"environment/Dockerfile", "tests/test.sh", "solution/solve.sh"} <= paths
     assert len(list((workflow / "results/tasks/shards/00000").glob("spec-*"))) == 10
+
+
+def test_run_checks_tasks_against_the_benchmarks(workflow: Path) -> None:
+    import pyarrow.parquet as pq
+
+    report = json.loads((workflow / "results/decontam/report.json").read_text())
+    assert {b: s["status"] for b, s in report["benchmarks"].items()} == {
+        "terminal-bench-2.0": "ok", "tb-lite": "ok"
+    }  # fmt: skip
+    assert [(r["benchmark"], r["n"]) for r in report["summary"]] == [
+        ("tb-lite", 13), ("terminal-bench-2.0", 13), ("tb-lite", 8), ("terminal-bench-2.0", 8)
+    ]  # fmt: skip
+    assert all(outcome["passed"] for outcome in report["self_test"].values())
+    removed = json.loads((workflow / "results/decontam/removed.json").read_text())
+    clean = pq.read_table(workflow / "results/decontam/clean_tasks.parquet")
+    assert clean.num_rows == removed["kept"] == removed["tasks"] - len(removed["removed"])
+    assert "| generated |" in (workflow / "results/decontam/report.md").read_text()
 
 
 def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:

@@ -1,0 +1,1 @@
+"""Decontamination: exact word n-gram overlap between generated tasks and benchmarks."""
