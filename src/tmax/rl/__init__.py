@@ -1,0 +1,1 @@
+"""Reinforcement learning on terminal tasks: DPPO (the paper's recipe) and the GRPO baseline."""
