@@ -1,0 +1,434 @@
+"""Inference engines for RL rollouts: token ids in, sampled ids and their log-probs out.
+
+The trainer needs, for every sampled token, the probability μ the *engine* gave it (the
+behaviour policy of DPPO, paper §4): the mask compares it with the trainer's π. So an
+engine samples purely from softmax(logits / T) — no top-k, no top-p — and returns
+log μ_t = log_softmax(logits_t / T)[token_t] for each sampled token.
+
+    engine = make_engine("transformers", model_dir, tokenizer)      # CPU, in process
+    engine = make_engine("vllm", "Qwen/Qwen3.5-9B", tensor_parallel_size=1)   # GPU
+    [generation] = engine.generate([prompt_ids], max_tokens=64, temperature=1.0,
+                                   stop_token_ids=[im_end], seed=0)
+    engine.update_weights(trainer_state_dict, version=step)        # push new weights
+
+Conventions shared by both engines (vLLM's): generation stops after a stop token, which
+is kept as the last of ``token_ids``; with a ``seed``, prompt ``i`` of a call is sampled
+with seed ``seed + i``, so the same prompt twice in one call gives two different samples
+and a prompt's sample does not depend on the other prompts of its batch; temperature 0
+is greedy decoding and its log-probs are those of softmax(logits).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+log = logging.getLogger("tmax.rl.engine")
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass
+class Generation:
+    """One sampled continuation of one prompt."""
+
+    token_ids: list[int]
+    """The sampled ids; ends with the stop token when ``finish_reason == "stop"``."""
+    logprobs: list[float]
+    """log μ of each sampled token under the distribution it was sampled from."""
+    finish_reason: FinishReason
+    """``stop``: a stop token was sampled; ``length``: ``max_tokens`` ran out."""
+
+
+class Engine(Protocol):
+    """What rollouts and the trainer need from an inference engine."""
+
+    policy_version: int
+    """The trainer step whose weights the engine holds (0: the initial model)."""
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop_token_ids: Sequence[int],
+        seed: int | None = None,
+    ) -> list[Generation]: ...
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        """Load the trainer's weights; later generations use them, ``policy_version``
+        becomes ``version``."""
+        ...
+
+
+def _check_request(prompts: Sequence[Sequence[int]], max_tokens: int, temperature: float) -> None:
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be ≥ 0, got {temperature}")
+    for index, prompt in enumerate(prompts):
+        if len(prompt) == 0:
+            raise ValueError(f"prompt {index} is empty")
+
+
+# --------------------------------------------------------------------------------------------
+# transformers (CPU, in process)
+
+
+class TransformersEngine:
+    """Sampling with a transformers causal LM in this process (the CPU path).
+
+    The engine owns a private copy of the model: the trainer's optimizer steps reach
+    generation only through :meth:`update_weights`, as with a separate inference server.
+    Sampling is our own KV-cached loop rather than ``model.generate``, so the returned
+    log-probs are exactly those of the distribution sampled from (``generate`` would also
+    apply its default top-k of 50). Calls are serialised by a lock, so rollout threads
+    and a trainer thread can share one engine.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        *,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        if isinstance(model, (str, Path)):
+            self.model = AutoModelForCausalLM.from_pretrained(
+                str(model), dtype=dtype or torch.float32
+            )
+        else:
+            self.model = copy.deepcopy(model)  # keeps tied weights tied
+            if dtype is not None:
+                self.model.to(dtype)
+        self.model.eval()
+        self.model.requires_grad_(False)
+        pad = self.model.config.pad_token_id
+        if pad is None and tokenizer is not None:
+            pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else None
+            pad = pad if pad is not None else tokenizer.eos_token_id
+        self.pad_token_id = int(pad) if pad is not None else 0
+        self.policy_version = 0
+        self._lock = threading.Lock()
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop_token_ids: Sequence[int],
+        seed: int | None = None,
+    ) -> list[Generation]:
+        """Sample a continuation of every prompt (one left-padded batch)."""
+        import torch
+
+        _check_request(prompts, max_tokens, temperature)
+        if not prompts:
+            return []
+        with self._lock, torch.inference_mode():
+            return self._sample(prompts, max_tokens, temperature, set(stop_token_ids), seed)
+
+    def _sample(
+        self,
+        prompts: Sequence[Sequence[int]],
+        max_tokens: int,
+        temperature: float,
+        stop: set[int],
+        seed: int | None,
+    ) -> list[Generation]:
+        import torch
+
+        device = self.device
+        rows, width = len(prompts), max(len(p) for p in prompts)
+        input_ids = torch.full((rows, width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((rows, width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
+            input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+            attention_mask[row, width - len(prompt) :] = 1
+        input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        # Left padding: each row's positions count its real tokens only, as if unpadded.
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        generators = []
+        for row in range(rows):
+            generator = torch.Generator(device=device)
+            if seed is None:
+                generator.seed()
+            else:
+                generator.manual_seed(seed + row)
+            generators.append(generator)
+
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        finished = [False] * rows
+        output = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        next_position = position_ids[:, -1:] + 1
+        for step in range(max_tokens):
+            logits = output.logits[:, -1, :].float()
+            # μ: the distribution sampled from. Greedy (T = 0) reports softmax(logits).
+            log_mu = torch.log_softmax(logits / temperature if temperature > 0 else logits, -1)
+            if temperature > 0:
+                chosen = _inverse_cdf_sample(log_mu, generators)
+            else:
+                chosen = log_mu.argmax(-1)
+            picked = log_mu.gather(-1, chosen[:, None])[:, 0]
+            for row, (token_id, logprob) in enumerate(
+                zip(chosen.tolist(), picked.tolist(), strict=True)
+            ):
+                if finished[row]:
+                    continue
+                tokens[row].append(token_id)
+                logprobs[row].append(logprob)
+                finished[row] = token_id in stop
+            if all(finished) or step + 1 == max_tokens:
+                break
+            # Finished rows keep decoding in the batch; what they sample is dropped.
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((rows, 1))], -1)
+            output = self.model(
+                input_ids=chosen[:, None],
+                attention_mask=attention_mask,
+                position_ids=next_position,
+                cache=output.cache,  # transformers 5.24's name for past_key_values
+                use_cache=True,
+            )
+            next_position = next_position + 1
+        return [
+            Generation(ids, lps, "stop" if done else "length")
+            for ids, lps, done in zip(tokens, logprobs, finished, strict=True)
+        ]
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        """Copy the trainer's weights into the engine's model (names as in ``state_dict()``).
+
+        A key the model does not have is an error; a missing key is allowed only for a
+        parameter tied to one that is given (the LM head of tied-embedding models).
+        """
+        import torch
+
+        with self._lock, torch.no_grad():
+            result = self.model.load_state_dict(dict(state_dict), strict=False)
+            own = self.model.state_dict()
+            given = {tensor.data_ptr() for name, tensor in own.items() if name in state_dict}
+            missing = [k for k in result.missing_keys if own[k].data_ptr() not in given]
+            if result.unexpected_keys or missing:
+                raise ValueError(
+                    "the state dict does not match the engine's model: "
+                    f"unexpected {sorted(result.unexpected_keys)[:5]}, missing {missing[:5]}"
+                )
+            self.policy_version = version
+        log.debug("transformers engine now at policy version %d", version)
+
+
+def _inverse_cdf_sample(log_mu: torch.Tensor, generators: Sequence[torch.Generator]) -> Any:
+    """One token per row from exp(log_mu), by inverse CDF with one uniform draw per row
+    from that row's own generator (so a row's sample ignores the rest of the batch).
+
+    The first index whose cumulative probability exceeds u · total: a token of
+    probability 0 is never chosen. The CDF is summed in float64 (large vocabularies).
+    """
+    import torch
+
+    uniform = torch.stack(
+        [torch.rand((), generator=g, device=log_mu.device, dtype=torch.float64) for g in generators]
+    )
+    cdf = log_mu.double().exp().cumsum(-1)
+    target = (uniform * cdf[:, -1])[:, None]
+    chosen = torch.searchsorted(cdf, target, right=True)[:, 0]
+    return chosen.clamp_(max=log_mu.shape[-1] - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM (GPU)
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as error:
+        raise ImportError(
+            "the vllm engine needs the `vllm` package: install the GPU extra "
+            "(pip install -e '.[gpu]') on a machine with CUDA GPUs, or use the "
+            f"'transformers' engine on CPU ({error})"
+        ) from None
+    return vllm
+
+
+class VLLMEngine:
+    """Sampling with vLLM's offline ``LLM`` (the GPU path), token ids in and out.
+
+    Requests are ``TokensPrompt``s (``{"prompt_token_ids": [...]}``) with
+    ``SamplingParams(temperature, top_p=1, top_k=0, logprobs=0, detokenize=False, ...)``:
+    top_k 0 means "all tokens" in vLLM 0.33 (-1 is accepted as a synonym), and
+    ``logprobs=0`` returns the sampled token's log-prob only. The engine is created with
+    ``logprobs_mode="processed_logprobs"`` — vLLM's default ``raw_logprobs`` would be
+    log-probs *before* temperature, not μ — and ``generation_config="vllm"``, so a
+    checkpoint's ``generation_config.json`` (e.g. Qwen's top_k 20, top_p 0.95) cannot
+    change the sampling distribution.
+
+    Weights are pushed with the workers' in-place reload (vLLM 0.33
+    ``Worker.reload_weights(weights_iterator, is_checkpoint_format=True)``, reached through
+    ``LLM.collective_rpc``): the trainer's Hugging Face names and shapes go in, each
+    model's ``load_weights`` fuses and shards them, then the prefix cache is reset so no
+    KV computed with old weights is reused. Tensors travel through the RPC channel, which
+    is fine for one node; multi-node training would swap in vLLM's NCCL weight-transfer
+    engine behind this same method.
+
+    ``VLLMEngine.from_llm(llm)`` wraps an existing ``LLM`` (or a test double with
+    ``generate``, ``collective_rpc`` and ``reset_prefix_cache``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int | None = None,
+        seed: int = 0,
+        enable_prefix_caching: bool = True,
+        dtype: str = "auto",
+        **llm_kwargs: Any,
+    ) -> None:
+        vllm = _import_vllm()
+        llm = vllm.LLM(
+            model=model,
+            tensor_parallel_size=tensor_parallel_size,
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len,
+            seed=seed,
+            enable_prefix_caching=enable_prefix_caching,
+            dtype=dtype,
+            logprobs_mode="processed_logprobs",
+            generation_config="vllm",
+            **llm_kwargs,
+        )
+        self._setup(llm, vllm.SamplingParams)
+
+    @classmethod
+    def from_llm(cls, llm: Any, sampling_params: Callable[..., Any] | None = None) -> VLLMEngine:
+        """Wrap a ready ``LLM``; ``sampling_params`` defaults to ``vllm.SamplingParams``.
+
+        The ``LLM`` should have been made with ``logprobs_mode="processed_logprobs"``
+        (see the class docstring).
+        """
+        engine = cls.__new__(cls)
+        engine._setup(llm, sampling_params or _import_vllm().SamplingParams)
+        return engine
+
+    def _setup(self, llm: Any, sampling_params: Callable[..., Any]) -> None:
+        self.llm = llm
+        self._sampling_params = sampling_params
+        self.policy_version = 0
+        self._lock = threading.Lock()
+
+    def sampling_params(
+        self,
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop_token_ids: Sequence[int],
+        seed: int | None,
+    ) -> Any:
+        return self._sampling_params(
+            n=1,
+            temperature=temperature,
+            top_p=1.0,
+            top_k=0,
+            min_p=0.0,
+            max_tokens=max_tokens,
+            stop_token_ids=list(stop_token_ids),
+            logprobs=0,
+            seed=seed,
+            detokenize=False,
+            skip_special_tokens=False,
+        )
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop_token_ids: Sequence[int],
+        seed: int | None = None,
+    ) -> list[Generation]:
+        _check_request(prompts, max_tokens, temperature)
+        if not prompts:
+            return []
+        requests = [{"prompt_token_ids": list(prompt)} for prompt in prompts]  # TokensPrompt
+        params = [
+            self.sampling_params(
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stop_token_ids=stop_token_ids,
+                seed=None if seed is None else seed + index,
+            )
+            for index in range(len(prompts))
+        ]
+        with self._lock:
+            outputs = self.llm.generate(requests, params, use_tqdm=False)
+        return [_generation_from_output(output) for output in outputs]
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        weights = [(name, tensor.detach().cpu()) for name, tensor in state_dict.items()]
+        with self._lock:
+            self.llm.collective_rpc(
+                "reload_weights",
+                kwargs={"weights_iterator": weights, "is_checkpoint_format": True},
+            )
+            self.llm.reset_prefix_cache()
+            self.policy_version = version
+        log.info("vllm engine now at policy version %d (%d tensors)", version, len(weights))
+
+
+def _generation_from_output(output: Any) -> Generation:
+    """A vLLM ``RequestOutput`` (one completion) as a :class:`Generation`."""
+    completion = output.outputs[0]
+    token_ids = [int(token) for token in completion.token_ids]
+    if completion.logprobs is None:
+        raise RuntimeError("vLLM returned no logprobs; the request must set logprobs=0")
+    # Each position maps token id → Logprob; the sampled token is always among them.
+    logprobs = [
+        float(position[token].logprob)
+        for position, token in zip(completion.logprobs, token_ids, strict=True)
+    ]
+    if completion.finish_reason not in ("stop", "length"):
+        raise RuntimeError(f"vLLM request ended with {completion.finish_reason!r}")
+    return Generation(token_ids, logprobs, completion.finish_reason)
+
+
+# --------------------------------------------------------------------------------------------
+
+ENGINES = ("transformers", "vllm")
+
+
+def make_engine(kind: str, model: Any, tokenizer: Any = None, **options: Any) -> Engine:
+    """An engine by name (the config's ``rl.engine``): ``transformers`` or ``vllm``."""
+    if kind == "transformers":
+        return TransformersEngine(model, tokenizer, **options)
+    if kind == "vllm":
+        return VLLMEngine(str(model), **options)
+    raise ValueError(f"unknown engine {kind!r}; choose one of {', '.join(ENGINES)}")

@@ -1,0 +1,96 @@
+"""Where the trainer's groups come from.
+
+``TaskEnvironment``: generated tasks in sandboxes, played through the tmax harness
+token in / token out (tmax.rl.rollout) and scored by each task's verifier — the
+paper's setting. ``TargetTokenEnvironment``: a one-token synthetic environment with
+a known answer, so a test can watch the reward climb from chance to 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tmax.harness import HarnessSettings
+from tmax.rl.engine import Engine
+from tmax.rl.rollout import Sample, rollout_group
+
+
+class TaskEnvironment:
+    """Sandboxed tasks (Harbor directories) under the tmax harness."""
+
+    def __init__(
+        self,
+        task_dirs: Mapping[str, Path],
+        tokenizer: Any,
+        settings: HarnessSettings,
+        *,
+        backend: str = "bwrap",
+        workers: int = 1,
+        run_id: str | None = None,
+    ) -> None:
+        self.task_dirs = dict(task_dirs)
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self.backend = backend
+        self.workers = workers
+        self.run_id = run_id
+
+    def tasks(self) -> Sequence[str]:
+        return sorted(self.task_dirs)
+
+    def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
+        return rollout_group(
+            self.task_dirs[task],
+            engine,
+            self.tokenizer,
+            self.settings,
+            group_size,
+            workers=self.workers,
+            backend=self.backend,
+            run_id=self.run_id,
+            seed=seed,
+        )
+
+
+class TargetTokenEnvironment:
+    """Each task is a fixed prompt (token ids) and a target token: one sampled token,
+    reward 1 when it is the target. A random policy scores 1/|choices| on average."""
+
+    def __init__(self, prompts: Mapping[str, tuple[Sequence[int], int]], temperature: float = 1.0):
+        self.prompts = {name: (list(ids), target) for name, (ids, target) in prompts.items()}
+        self.temperature = temperature
+
+    def tasks(self) -> Sequence[str]:
+        return sorted(self.prompts)
+
+    def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
+        prompt, target = self.prompts[task]
+        generations = engine.generate(
+            [prompt] * group_size,
+            max_tokens=1,
+            temperature=self.temperature,
+            stop_token_ids=[],
+            seed=seed,
+        )
+        version = engine.policy_version
+        samples = []
+        for generation in generations:
+            tokens = prompt + list(generation.token_ids)
+            reward = 1.0 if generation.token_ids[:1] == [target] else 0.0
+            samples.append(
+                Sample(
+                    task_id=task,
+                    tokens=tokens,
+                    loss_mask=[0] * len(prompt) + [1] * len(generation.token_ids),
+                    behaviour_logprobs=[0.0] * len(prompt) + list(generation.logprobs),
+                    reward=reward,
+                    policy_version=version,
+                    exit_status="finished",
+                    tool_calls=0,
+                    turns=1,
+                    response_tokens=len(generation.token_ids),
+                )
+            )
+        return samples

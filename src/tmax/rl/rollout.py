@@ -1,0 +1,439 @@
+"""RL episodes: the tmax harness in a task's sandbox, token in / token out (paper §4).
+
+The trainer must score exactly the tokens the engine sampled, so an episode is kept as
+one token sequence rather than re-rendered from messages at the end:
+
+    turn 1 prompt  = chat_template(system, user, tools) + generation prompt
+    turn k prompt  = turn k−1 prompt + turn k−1 sampled ids
+                     + ids of what the template adds after that assistant turn
+                       (tool results, user notes, the next generation prompt)
+    episode        = last prompt + last sampled ids
+    loss_mask      = 1 on sampled ids, 0 on everything the template or sandbox wrote
+    behaviour_logprobs = log μ of each sampled id (0.0 where the mask is 0)
+
+``TokenChatModel`` is a :class:`~tmax.models.client.ChatModel`, so the very harness loop
+used for evaluation (``run_agent``) plays RL episodes, with the paper's budgets from
+``HarnessSettings``: 64 tool calls, 16,384 tokens per turn, 65,536 in all.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tmax.harness import HarnessSettings, make_harness, run_agent
+from tmax.models.client import Completion, ContextLengthExceeded, Message, ToolCall
+from tmax.rl.engine import Engine
+from tmax.sandbox.episode import sandbox_for_task
+from tmax.tasks import read_task
+
+log = logging.getLogger("tmax.rl.rollout")
+
+DEFAULT_TEMPERATURE = 1.0
+"""The paper's rollout temperature, used when the harness asks for the server default."""
+
+_END_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+class TemplateNotIncremental(RuntimeError):
+    """The chat template re-renders earlier turns differently once new messages follow,
+    so a conversation cannot be extended token by token."""
+
+
+def default_stop_token_ids(tokenizer: Any) -> list[int]:
+    """The tokenizer's end-of-sequence token and ChatML's end tokens, where present."""
+    ids: list[int] = []
+    if tokenizer.eos_token_id is not None:
+        ids.append(int(tokenizer.eos_token_id))
+    vocab = tokenizer.get_vocab()
+    ids += [vocab[token] for token in _END_TOKENS if token in vocab and vocab[token] not in ids]
+    return ids
+
+
+def derive_seed(seed: int, *parts: int) -> int:
+    """A 31-bit seed for one part of a seeded run (a sample of a group, a turn)."""
+    digest = hashlib.sha256(repr((seed, *parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little") >> 1
+
+
+# --------------------------------------------------------------------------------------------
+# Reading an answer: reasoning, content, Qwen3 tool calls
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_XML_FUNCTION = re.compile(r"\s*<function=([^>\n]+)>(.*?)</function>\s*", re.DOTALL)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.DOTALL)
+
+
+def parse_completion(
+    text: str, call_prefix: str = "call"
+) -> tuple[str, str | None, list[ToolCall]]:
+    """Split an assistant text into (content, reasoning, tool calls).
+
+    Reasoning is what precedes ``</think>`` (a leading ``<think>`` dropped). A tool call
+    is a Qwen3 block ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (or the
+    Qwen3.5 XML form ``<tool_call><function=NAME><parameter=K>V</parameter>...``). A block
+    that is neither, or is cut off before ``</tool_call>``, becomes a call whose
+    ``arguments`` is the raw block text: the harness then answers with a format error.
+    """
+    reasoning: str | None = None
+    if "</think>" in text:
+        thought, _, text = text.partition("</think>")
+        reasoning = thought.split("<think>", 1)[-1].strip("\n") or None
+    calls: list[ToolCall] = []
+    for index, match in enumerate(_TOOL_CALL.finditer(text)):
+        body, closed = match.group(1), bool(match.group(2))
+        call_id = f"{call_prefix}_{index}"
+        calls.append(_tool_call(call_id, body) if closed else _malformed(call_id, body))
+    content = _TOOL_CALL.sub("", text).strip()
+    return content, reasoning, calls
+
+
+def _malformed(call_id: str, body: str) -> ToolCall:
+    name = _NAME.search(body) or re.search(r"<function=([^>\n]+)>", body)
+    return ToolCall(call_id, name.group(1).strip() if name else "", body.strip())
+
+
+def _tool_call(call_id: str, body: str) -> ToolCall:
+    xml = _XML_FUNCTION.fullmatch(body)
+    if xml:
+        name, inner = xml.groups()
+        parameters = dict(_XML_PARAMETER.findall(inner))
+        return ToolCall(call_id, name.strip(), json.dumps(parameters, ensure_ascii=False))
+    try:
+        call = json.loads(body)
+    except json.JSONDecodeError:
+        return _malformed(call_id, body)
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return _malformed(call_id, body)
+    arguments = call.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return ToolCall(call_id, call["name"], arguments)
+
+
+# --------------------------------------------------------------------------------------------
+# The chat model over an engine
+
+
+class TokenChatModel:
+    """A ChatModel that samples from an :class:`Engine` and records the episode's tokens.
+
+    One instance plays one episode: each ``complete`` call must extend the previous
+    conversation by the assistant turn it produced plus new messages (what every harness
+    does). ``max_total_tokens`` caps prompt + answer (the paper's 65,536): the answer is
+    shortened to fit and a prompt that no longer fits raises ``ContextLengthExceeded``.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        tokenizer: Any,
+        *,
+        name: str = "policy",
+        stop_token_ids: Sequence[int] | None = None,
+        max_total_tokens: int | None = None,
+        seed: int | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.name = name
+        self.stop_token_ids = list(stop_token_ids or default_stop_token_ids(tokenizer))
+        self.max_total_tokens = max_total_tokens
+        self.seed = seed
+        self.template_kwargs = dict(chat_template_kwargs or {})
+        # ChatML closes every turn with <|im_end|>, whatever the tokenizer's eos is.
+        self.end_of_turn = (
+            "<|im_end|>" if "<|im_end|>" in tokenizer.get_vocab() else tokenizer.eos_token
+        )
+        self.end_of_turn_id = tokenizer.convert_tokens_to_ids(self.end_of_turn)
+        self.turns = 0
+        self._messages: list[Message] = []
+        self._tools: list[Any] | None = None
+        self._tokens: list[int] = []
+        self._mask: list[int] = []
+        self._logprobs: list[float] = []
+        self._turn_closed = True
+
+    # -- the episode so far
+
+    def episode_tokens(self) -> tuple[list[int], list[int], list[float]]:
+        """(token ids, loss mask, behaviour log-probs) of the whole episode, aligned."""
+        return list(self._tokens), list(self._mask), list(self._logprobs)
+
+    # -- ChatModel
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int,
+        temperature: float | None = None,
+    ) -> Completion:
+        started = time.monotonic()
+        messages = copy.deepcopy(list(messages))
+        tools_list = copy.deepcopy(list(tools)) if tools else None
+        if self.turns == 0:
+            added = self._render_ids(messages, tools_list)
+        else:
+            added = self._next_ids(messages, tools_list)
+        prompt = self._tokens + added
+        if self.max_total_tokens is not None:
+            max_tokens = min(max_tokens, self.max_total_tokens - len(prompt))
+        if max_tokens < 1:
+            raise ContextLengthExceeded(
+                f"the prompt has {len(prompt)} tokens; no room is left for an answer "
+                f"(total budget {self.max_total_tokens})"
+            )
+        seed = None if self.seed is None else derive_seed(self.seed, self.turns)
+        temperature = DEFAULT_TEMPERATURE if temperature is None else temperature
+        [generation] = self.engine.generate(
+            [prompt],
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop_token_ids=self.stop_token_ids,
+            seed=seed,
+        )
+        sampled = list(generation.token_ids)
+        # Commit the turn: template/tool tokens are masked, sampled tokens are trained on.
+        self._tokens = prompt + sampled
+        self._mask += [0] * len(added) + [1] * len(sampled)
+        self._logprobs += [0.0] * len(added) + [float(lp) for lp in generation.logprobs]
+        self._messages, self._tools = messages, tools_list
+        self._turn_closed = bool(sampled) and sampled[-1] == self.end_of_turn_id
+        text_ids = sampled[:-1] if generation.finish_reason == "stop" else sampled
+        text = self.tokenizer.decode(text_ids, skip_special_tokens=False)
+        content, reasoning, calls = parse_completion(text, f"call_{self.turns}")
+        self.turns += 1
+        if generation.finish_reason == "length":
+            finish = "length"
+        else:
+            finish = "tool_calls" if calls else "stop"
+        return Completion(
+            content=content,
+            tool_calls=tuple(calls),
+            reasoning=reasoning,
+            finish_reason=finish,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(sampled),
+            latency_sec=time.monotonic() - started,
+            prompt_token_ids=tuple(prompt),
+            token_ids=tuple(sampled),
+            logprobs=tuple(generation.logprobs),
+        )
+
+    # -- rendering
+
+    def _render(self, messages: list[Message], tools: list[Any] | None, generation: bool) -> str:
+        text = self.tokenizer.apply_chat_template(
+            messages,
+            tools=tools,
+            add_generation_prompt=generation,
+            tokenize=False,
+            **self.template_kwargs,
+        )
+        return str(text)
+
+    def _render_ids(self, messages: list[Message], tools: list[Any] | None) -> list[int]:
+        encoded = self.tokenizer.apply_chat_template(
+            messages,
+            tools=tools,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            **self.template_kwargs,
+        )
+        return list(encoded["input_ids"])
+
+    def _next_ids(self, messages: list[Message], tools: list[Any] | None) -> list[int]:
+        """The ids the template adds after the last sampled answer.
+
+        That is the template's text after the end-of-turn token of the last assistant
+        turn (the end-of-turn token itself too, when the answer was cut off by
+        ``max_tokens``), up to and including the next generation prompt.
+        """
+        previous = self._messages
+        answer = len(previous)
+        if (
+            len(messages) <= answer
+            or messages[:answer] != previous
+            or messages[answer].get("role") != "assistant"
+        ):
+            raise ValueError(
+                "a TokenChatModel conversation must grow by appending: the previous "
+                "messages, then the assistant answer, then new messages (one model per episode)"
+            )
+        if tools != self._tools:
+            raise ValueError("the tools changed in the middle of an episode")
+        try:
+            delta = self._delta_text(messages, tools, answer)
+        except TemplateNotIncremental:
+            # Some templates (Qwen3's own) drop reasoning from turns before the latest user
+            # message. Only the text after the answer matters here, so render without it.
+            delta = self._delta_text(_without_reasoning(messages), tools, answer)
+        return list(self.tokenizer.encode(delta, add_special_tokens=False))
+
+    def _delta_text(self, messages: list[Message], tools: list[Any] | None, answer: int) -> str:
+        through = self._render(messages[: answer + 1], tools, generation=False)
+        full = self._render(messages, tools, generation=True)
+        if not full.startswith(through):
+            raise TemplateNotIncremental(
+                "the chat template renders the conversation up to the last answer "
+                "differently once new messages follow; token-in/token-out rollouts need "
+                "a template whose earlier turns do not change"
+            )
+        end = through.rfind(self.end_of_turn)
+        if end < 0:
+            raise TemplateNotIncremental(
+                f"the chat template does not end assistant turns with {self.end_of_turn!r}"
+            )
+        tail = through[end:] if not self._turn_closed else through[end + len(self.end_of_turn) :]
+        return tail + full[len(through) :]
+
+
+def _without_reasoning(messages: list[Message]) -> list[Message]:
+    stripped = []
+    for message in messages:
+        if message.get("role") == "assistant" and "reasoning_content" in message:
+            message = {k: v for k, v in message.items() if k != "reasoning_content"}
+        stripped.append(message)
+    return stripped
+
+
+# --------------------------------------------------------------------------------------------
+# Episodes
+
+
+@dataclass
+class Sample:
+    """One scored episode, ready for the trainer."""
+
+    task_id: str
+    tokens: list[int]
+    loss_mask: list[int]
+    """1 on tokens the policy sampled, 0 on prompt, template and tool-output tokens."""
+    behaviour_logprobs: list[float]
+    """log μ of each sampled token under the engine (0.0 where ``loss_mask`` is 0)."""
+    reward: float
+    policy_version: int
+    """The engine's weights version when the episode started."""
+    exit_status: str
+    tool_calls: int
+    turns: int
+    response_tokens: int
+    """Tokens the policy sampled (the sum of ``loss_mask``)."""
+
+
+def rollout(
+    task_dir: Path,
+    engine: Engine,
+    tokenizer: Any,
+    settings: HarnessSettings,
+    *,
+    backend: str = "bwrap",
+    run_id: str | None = None,
+    seed: int | None = None,
+) -> Sample:
+    """Play one episode of the tmax harness on a task and score it with its verifier.
+
+    The reward is the verifier's (0 when a command exhausted the sandbox's memory, as in
+    the paper's RL environment). ``settings.temperature`` is the sampling temperature
+    (None: 1.0); the trainer must score with the same one. Sandbox and engine failures
+    propagate: they are infrastructure errors, not wrong answers.
+    """
+    task_dir = Path(task_dir)
+    task = read_task(task_dir)
+    policy_version = engine.policy_version
+    model = TokenChatModel(engine, tokenizer, max_total_tokens=settings.max_total_tokens, seed=seed)
+    harness = make_harness("tmax", settings)
+    with sandbox_for_task(task_dir, backend, run_id=run_id) as box:
+        run = run_agent(
+            harness,
+            model,
+            box,
+            task.instruction,
+            timeout_sec=task.config.get("agent", "timeout_sec"),
+        )
+        if run.exit_status == "out_of_memory":
+            reward = 0.0
+        else:
+            reward = box.verify(task_dir / "tests").reward
+    tokens, loss_mask, behaviour = model.episode_tokens()
+    log.debug(
+        "%s: %s after %d turns, %d tool calls, %d tokens; reward %.2f",
+        task.name,
+        run.exit_status,
+        run.turns,
+        run.tool_calls,
+        len(tokens),
+        reward,
+    )
+    return Sample(
+        task_id=task.name,
+        tokens=tokens,
+        loss_mask=loss_mask,
+        behaviour_logprobs=behaviour,
+        reward=reward,
+        policy_version=policy_version,
+        exit_status=run.exit_status,
+        tool_calls=run.tool_calls,
+        turns=run.turns,
+        response_tokens=sum(loss_mask),
+    )
+
+
+def rollout_group(
+    task_dir: Path,
+    engine: Engine,
+    tokenizer: Any,
+    settings: HarnessSettings,
+    group_size: int,
+    *,
+    workers: int = 1,
+    backend: str = "bwrap",
+    run_id: str | None = None,
+    seed: int | None = None,
+) -> list[Sample]:
+    """``group_size`` episodes of one task (a GRPO group), up to ``workers`` at a time.
+
+    Each episode has its own sandbox and seed; the engine is shared (its calls are
+    serialised, one prompt at a time for now).
+    """
+    if group_size < 1:
+        raise ValueError(f"group_size must be at least 1, got {group_size}")
+
+    def one(index: int) -> Sample:
+        sample_seed = None if seed is None else derive_seed(seed, index)
+        return rollout(
+            task_dir,
+            engine,
+            tokenizer,
+            settings,
+            backend=backend,
+            run_id=run_id,
+            seed=sample_seed,
+        )
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, group_size))) as pool:
+        samples = list(pool.map(one, range(group_size)))
+    log.info(
+        "group of %d on %s: mean reward %.3f, %d sampled tokens, %.1fs",
+        group_size,
+        Path(task_dir).name,
+        sum(s.reward for s in samples) / group_size,
+        sum(s.response_tokens for s in samples),
+        time.monotonic() - started,
+    )
+    return samples

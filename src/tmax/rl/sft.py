@@ -1,0 +1,140 @@
+"""Optional SFT warm-up on reference-solution trajectories (the paper's "SFT trap"
+ablation: off for Qwen3.5, on for Qwen3-8B and for the embedded default's tiny model).
+
+A task's reference solution becomes the episode an expert would play in the tmax
+harness: the harness's own first messages, one bash call running ``solve.sh``, its
+observation, then the submit call. Training is cross-entropy on the assistant tokens
+only. Conversations are tokenised turn by turn, the way rollouts build their token
+sequences (tmax.rl.rollout), so SFT and RL see the same tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tmax.harness import HarnessSettings, make_harness
+from tmax.harness.base import SUBMIT_SENTINEL
+from tmax.harness.trajectory import Trajectory
+
+log = logging.getLogger("tmax.rl")
+
+
+def _call(call_id: str, command: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+    }
+
+
+def solution_conversation(
+    instruction: str, solution: str, settings: HarnessSettings
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages, tools) of an expert episode that runs the reference solution."""
+    harness = make_harness("tmax", settings)
+    messages = harness.start(instruction, None, Trajectory("tmax", "1", "sft"))  # type: ignore[arg-type]
+    script = solution.strip()
+    messages += [
+        {"role": "assistant", "content": "", "tool_calls": [_call("call_0", script)]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "(exit_code=0)"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [_call("call_1", f"echo {SUBMIT_SENTINEL}")],
+        },
+    ]
+    return messages, harness.tools or []
+
+
+def tokenize_conversation(
+    tokenizer: Any, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> tuple[list[int], list[int]]:
+    """(token ids, loss mask): the conversation rendered turn by turn, mask 1 on the
+    assistant turns' tokens (their closing end-of-turn token included)."""
+
+    def render(upto: int, generation_prompt: bool) -> str:
+        text: str = tokenizer.apply_chat_template(
+            list(messages[:upto]), tools=list(tools), tokenize=False,
+            add_generation_prompt=generation_prompt,
+        )  # fmt: skip
+        return text
+
+    ids: list[int] = []
+    mask: list[int] = []
+    rendered = ""
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = render(index, True)
+        if not prompt.startswith(rendered):
+            raise ValueError("the chat template is not prefix-stable; cannot tokenise turn by turn")
+        piece = tokenizer.encode(prompt[len(rendered) :], add_special_tokens=False)
+        ids += piece
+        mask += [0] * len(piece)
+        full = render(index + 1, False)
+        answer = tokenizer.encode(full[len(prompt) :].rstrip("\n"), add_special_tokens=False)
+        ids += answer
+        mask += [1] * len(answer)
+        rendered = prompt + tokenizer.decode(answer)
+    return ids, mask
+
+
+def _masked_loss(
+    model: torch.nn.Module, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
+    """Next-token cross-entropy on labelled positions only: the LM head (the costly
+    part for long prompts and a small model) runs on those positions alone."""
+    hidden = model.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
+    targets = labels[:, 1:]
+    keep = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
+
+
+def run_sft(
+    model: torch.nn.Module,
+    examples: Sequence[tuple[list[int], list[int]]],
+    *,
+    steps: int,
+    learning_rate: float,
+    batch_size: int,
+    seed: int = 0,
+) -> list[dict[str, float]]:
+    """Cross-entropy on the masked tokens, AdamW at a constant rate; the loss curve."""
+    if not examples:
+        raise ValueError("SFT needs at least one example")
+    generator = random.Random(seed)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    model.train()
+    curve = []
+    started = time.monotonic()
+    for step in range(1, steps + 1):
+        batch = [examples[generator.randrange(len(examples))] for _ in range(batch_size)]
+        length = max(len(ids) for ids, _ in batch)
+        input_ids = torch.zeros((len(batch), length), dtype=torch.long)
+        attention = torch.zeros_like(input_ids)
+        labels = torch.full_like(input_ids, -100)
+        for row, (ids, mask) in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention[row, : len(ids)] = 1
+            labels[row, : len(ids)] = torch.where(
+                torch.tensor(mask, dtype=torch.bool), torch.tensor(ids), torch.tensor(-100)
+            )
+        loss = _masked_loss(model, input_ids, attention, labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        curve.append({"step": step, "loss": float(loss.detach())})
+        if step % 25 == 0 or step == steps:
+            log.info("sft step %d/%d: loss %.4f (%.0fs)", step, steps, curve[-1]["loss"],
+                     time.monotonic() - started)  # fmt: skip
+    model.eval()
+    return curve

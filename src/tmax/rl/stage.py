@@ -1,0 +1,176 @@
+"""The training stage as the workflow runs it (rules/train.smk).
+
+``sft_warmup``: the optional SFT warm-up on reference solutions (paper's "SFT trap"
+ablation). ``rl_train``: DPPO on the clean, non-held-out generated tasks. Both write a
+servable model folder named after the model (``results/models/<model>-sft``,
+``results/models/<model>-tmax``) so the evaluation stage can serve and compare them;
+checkpoints live in ``results/rl/<model>/`` outside the declared outputs, so a failed
+or preempted job resumes instead of starting over.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import torch
+
+from tmax.harness import HarnessSettings
+from tmax.io import write_json
+from tmax.tasks.split import training_tasks
+
+log = logging.getLogger("tmax.rl")
+
+
+def choose_training_tasks(
+    clean_tasks: Path,
+    *,
+    heldout_fraction: float,
+    seed: int,
+    limit: int | None,
+) -> list[dict[str, Any]]:
+    """The clean tasks outside the held-out split; with ``limit``, the ones with the
+    shortest reference solutions (what a tiny model can learn in minutes)."""
+    table = pq.read_table(clean_tasks, columns=["task_id", "instruction", "files"])
+    rows = {row["task_id"]: row for row in table.to_pylist()}
+    train = training_tasks(rows, heldout_fraction, seed)
+    if not train:
+        raise ValueError(f"no training tasks: {len(rows)} clean task(s), all held out or removed")
+    chosen = [rows[t] for t in train]
+    if limit is not None:
+        chosen = sorted(chosen, key=lambda r: (len(solution_of(r)), r["task_id"]))[:limit]
+    return chosen
+
+
+def solution_of(row: Mapping[str, Any]) -> str:
+    for entry in row["files"]:
+        if entry["path"] == "solution/solve.sh":
+            return bytes(entry["data"]).decode("utf-8", errors="replace")
+    return ""
+
+
+def task_dirs(tasks_root: Path, task_ids: Sequence[str]) -> dict[str, Path]:
+    """Where each task's Harbor directory is under results/tasks/shards/."""
+    found = {}
+    for shard in sorted(tasks_root.iterdir()):
+        for task_id in task_ids:
+            if (shard / task_id).is_dir():
+                found[task_id] = shard / task_id
+    missing = sorted(set(task_ids) - set(found))
+    if missing:
+        raise FileNotFoundError(f"task directories not found under {tasks_root}: {missing[:5]}")
+    return found
+
+
+def _load(model_dir: Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    return model, tokenizer
+
+
+def _save(model: Any, tokenizer: Any, source: Path, output: Path) -> None:
+    """A servable folder: weights, tokenizer, and the source's other files."""
+    tmp = output.with_name(f".{output.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp, ignore=shutil.ignore_patterns("*.safetensors", "tmax_build.json"))
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(output, ignore_errors=True)
+    tmp.rename(output)
+
+
+def harness_settings(rl: Mapping[str, Any]) -> HarnessSettings:
+    return HarnessSettings(
+        max_tool_calls=rl["max_tool_calls"],
+        max_turn_tokens=rl["max_turn_tokens"],
+        max_total_tokens=rl["max_total_tokens"],
+        temperature=rl["temperature"],
+        interleaved_thinking=True,
+        max_format_errors=rl.get("max_format_errors", 8),
+        command_timeout_sec=float(rl.get("command_timeout_sec", 120)),
+    )
+
+
+def sft_warmup(
+    model_dir: Path,
+    clean_tasks: Path,
+    output: Path,
+    curve: Path,
+    *,
+    rl: Mapping[str, Any],
+    heldout_fraction: float,
+    seed: int,
+) -> list[dict[str, float]]:
+    """SFT on the reference solutions of the training tasks."""
+    from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation
+
+    torch.set_num_threads(1)
+    sft = rl["sft"]
+    rows = choose_training_tasks(
+        clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
+    )
+    model, tokenizer = _load(model_dir)
+    settings = harness_settings(rl)
+    examples = []
+    for row in rows:
+        messages, tools = solution_conversation(row["instruction"], solution_of(row), settings)
+        examples.append(tokenize_conversation(tokenizer, messages, tools))
+    log.info("SFT on %d reference solution(s), %d tokens", len(examples),
+             sum(len(ids) for ids, _ in examples))  # fmt: skip
+    losses = run_sft(
+        model, examples, steps=sft["steps"], learning_rate=sft["learning_rate"],
+        batch_size=sft["batch_size"], seed=seed,
+    )  # fmt: skip
+    _save(model, tokenizer, model_dir, output)
+    write_json(curve, {"tasks": [r["task_id"] for r in rows], "curve": losses})
+    return losses
+
+
+def rl_train(
+    model_dir: Path,
+    clean_tasks: Path,
+    tasks_root: Path,
+    output: Path,
+    curve: Path,
+    run_dir: Path,
+    *,
+    rl: Mapping[str, Any],
+    heldout_fraction: float,
+    seed: int,
+    backend: str,
+    workers: int,
+) -> dict[str, Any]:
+    """DPPO from ``model_dir`` on the training tasks; resumes from ``run_dir``."""
+    from tmax.rl.engine import TransformersEngine
+    from tmax.rl.environments import TaskEnvironment
+    from tmax.rl.learner import LocalLearner
+    from tmax.rl.trainer import RLSettings, Trainer, write_run_summary
+
+    torch.set_num_threads(1)
+    rows = choose_training_tasks(
+        clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
+    )
+    dirs = task_dirs(tasks_root, [r["task_id"] for r in rows])
+    model, tokenizer = _load(model_dir)
+    engine = TransformersEngine(model_dir, tokenizer)
+    learner = LocalLearner(model, lr=rl["learning_rate"])
+    env = TaskEnvironment(
+        dirs, tokenizer, harness_settings(rl), backend=backend, workers=workers,
+        run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",
+    )  # fmt: skip
+    settings = RLSettings.from_config(rl, seed)
+    log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(dirs),
+             settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
+    trainer = Trainer(env, engine, learner, settings, run_dir)
+    state = trainer.train()
+    if state.step < settings.steps:
+        raise RuntimeError(f"training stopped at step {state.step} of {settings.steps}")
+    _save(learner.model, tokenizer, model_dir, output)
+    return write_run_summary(run_dir, curve)

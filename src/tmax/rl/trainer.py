@@ -1,0 +1,511 @@
+"""The RL loop (paper §4): DPPO on groups of sandboxed episodes, asynchronous.
+
+One step, top to bottom (``Trainer.step``):
+
+    groups   = the next prompts_per_step groups from the generator, each group_size
+               episodes of one task, produced up to async_steps policy versions ahead
+    groups   = without zero-std groups (all rewards equal: no signal), refilled by
+               active sampling up to a bound
+    A        = r − mean_group(r)                                (centred advantages)
+    loss     = DPPO(π_trainer, μ_engine, A) / response tokens of the whole batch
+    learner  : backward per micro-batch, one optimizer step (AdamW, constant lr)
+    engine   ← the new weights (policy version + 1)
+
+Distribution lives behind two small interfaces: the Engine (tmax.rl.engine: in-process
+transformers on CPU, vLLM on GPUs) and the Learner (tmax.rl.learner: one process, or
+DeepSpeed ZeRO-3 across ranks). Checkpoints (every ``checkpoint_every`` steps and on
+SIGTERM) hold the model, optimizer, RNG states, the data position and the generated
+groups not yet trained on, so a resumed run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import random
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from tmax.io import write_json
+from tmax.rl.engine import Engine
+from tmax.rl.learner import Learner
+from tmax.rl.loss import (
+    dppo_loss,
+    global_token_count,
+    group_advantages,
+    grpo_loss,
+    sequence_logprobs,
+    zero_std_groups,
+)
+from tmax.rl.rollout import Sample
+
+log = logging.getLogger("tmax.rl")
+
+
+@dataclass(frozen=True)
+class RLSettings:
+    """The recipe (paper Table 13); defaults are the paper's."""
+
+    loss: str = "dppo"
+    dppo_divergence: str = "binary_tv"
+    dppo_threshold: float = 0.1
+    clip_low: float = 0.2
+    clip_high: float = 0.272
+    group_size: int = 32
+    prompts_per_step: int = 8
+    steps: int = 500
+    learning_rate: float = 1e-6
+    advantage: str = "centered"
+    temperature: float = 1.0
+    async_steps: int = 4
+    zero_std_filter: bool = True
+    active_sampling: bool = True
+    max_sampling_rounds: int = 4
+    """Active sampling draws at most this many times prompts_per_step groups per step."""
+    fp32_lm_head: bool = True
+    checkpoint_every: int = 100
+    micro_batch_tokens: int = 16384
+    seed: int = 0
+
+    @classmethod
+    def from_config(cls, rl: Mapping[str, Any], seed: int) -> RLSettings:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in rl.items() if k in known}, seed=seed)
+
+
+class Environment(Protocol):
+    """Where groups come from: sandboxed tasks, or a synthetic test environment."""
+
+    def tasks(self) -> Sequence[str]: ...
+
+    def sample_group(
+        self, task: str, engine: Engine, group_size: int, seed: int
+    ) -> list[Sample]: ...
+
+
+@dataclass
+class Group:
+    task: str
+    samples: list[Sample]
+    policy_version: int
+    data_index: int
+
+    @property
+    def rewards(self) -> list[float]:
+        return [s.reward for s in self.samples]
+
+
+@dataclass
+class TrainerState:
+    """What a checkpoint must restore beyond the weights and the optimizer."""
+
+    step: int = 0
+    policy_version: int = 0
+    """Optimizer updates applied so far: the version of the weights the engine serves
+    (a step with nothing to train on does not change it)."""
+    data_index: int = 0
+    """How many groups the generator has drawn (the data position)."""
+    pending: list[Group] = field(default_factory=list)
+    """Generated groups not yet trained on."""
+
+
+class GroupProducer:
+    """Generates groups in data order, at most ``ahead`` policy versions ahead of the
+    trainer (in a background thread when ``ahead`` > 0; inline otherwise)."""
+
+    def __init__(
+        self,
+        env: Environment,
+        engine: Engine,
+        settings: RLSettings,
+        state: TrainerState,
+        engine_lock: threading.Lock,
+    ) -> None:
+        self.env, self.engine, self.settings = env, engine, settings
+        self.tasks = list(env.tasks())
+        if not self.tasks:
+            raise ValueError("the environment has no tasks to train on")
+        self.data_index = state.data_index
+        self.engine_lock = engine_lock
+        self.ready: queue.Queue[Group] = queue.Queue()
+        for group in state.pending:
+            self.ready.put(group)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def task_at(self, index: int) -> str:
+        """Epochs over the tasks, each in its own seeded order."""
+        epoch, offset = divmod(index, len(self.tasks))
+        order = list(self.tasks)
+        random.Random(self.settings.seed * 1_000_003 + epoch).shuffle(order)
+        return order[offset]
+
+    def produce_one(self) -> Group:
+        index = self.data_index
+        self.data_index += 1
+        task = self.task_at(index)
+        # The engine's weights do not change while a group is generated: the trainer
+        # pushes new weights between groups (the lock), and every sample is tagged.
+        with self.engine_lock:
+            version = self.engine.policy_version
+            samples = self.env.sample_group(
+                task, self.engine, self.settings.group_size,
+                seed=self.settings.seed * 7919 + index,
+            )  # fmt: skip
+        return Group(task, samples, version, index)
+
+    def start(self) -> None:
+        if self.settings.async_steps > 0 and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="rl-generator", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        per_step = self.settings.prompts_per_step
+        while not self._stop.is_set():
+            # Run ahead by at most async_steps steps' worth of groups.
+            limit = (self.settings.async_steps + 1) * per_step
+            if self.ready.qsize() >= limit:
+                time.sleep(0.01)
+                continue
+            self.ready.put(self.produce_one())
+
+    def stop(self) -> None:
+        """Stop the background generator (the groups it finished stay queued)."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def next_group(self) -> Group:
+        if self._thread is None:
+            if self.ready.empty():
+                return self.produce_one()
+            return self.ready.get()
+        while True:
+            try:
+                return self.ready.get(timeout=0.5)
+            except queue.Empty:
+                if self._thread is None or not self._thread.is_alive():
+                    raise RuntimeError("the generator thread died") from None
+
+    def pending(self) -> list[Group]:
+        items = []
+        while not self.ready.empty():
+            items.append(self.ready.get())
+        for item in items:
+            self.ready.put(item)
+        return items
+
+
+class Trainer:
+    def __init__(
+        self,
+        env: Environment,
+        engine: Engine,
+        learner: Learner,
+        settings: RLSettings,
+        run_dir: Path,
+    ) -> None:
+        self.env, self.engine, self.learner, self.settings = env, engine, learner, settings
+        self.run_dir = run_dir
+        self.checkpoints = run_dir / "checkpoints"
+        self.metrics_path = run_dir / "metrics.jsonl"
+        self.state = TrainerState()
+        self.stop_requested = False
+        self.engine_lock = threading.Lock()
+        self._tensorboard: Any = None
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def train(self) -> TrainerState:
+        """Train to ``settings.steps``, resuming from the latest checkpoint if any."""
+        self.resume()
+        torch.manual_seed(self.settings.seed + self.state.step)
+        previous = signal.getsignal(signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+        producer = GroupProducer(self.env, self.engine, self.settings, self.state,
+                                 self.engine_lock)  # fmt: skip
+        producer.start()
+        try:
+            while self.state.step < self.settings.steps and not self.stop_requested:
+                metrics = self.step(producer)
+                self.log_metrics(metrics)
+                due = self.state.step % self.settings.checkpoint_every == 0
+                if due or self.state.step == self.settings.steps or self.stop_requested:
+                    producer.stop()
+                    self.state.data_index = producer.data_index
+                    self.state.pending = producer.pending()
+                    self.save_checkpoint()
+                    producer.start()
+        finally:
+            producer.stop()
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, previous)
+        if self.stop_requested:
+            log.warning("stopped by SIGTERM at step %d; checkpoint saved", self.state.step)
+        return self.state
+
+    def step(self, producer: GroupProducer) -> dict[str, Any]:
+        """One optimizer step: collect, filter, advantages, loss, update, sync."""
+        settings = self.settings
+        started = time.monotonic()
+        groups, collected, dropped_stale, rounds = [], [], 0, 0
+        while len(groups) < settings.prompts_per_step:
+            if rounds >= settings.max_sampling_rounds * settings.prompts_per_step:
+                break
+            rounds += 1
+            group = producer.next_group()
+            staleness = self.state.policy_version - group.policy_version
+            if staleness > settings.async_steps:
+                dropped_stale += 1
+                continue
+            collected.append(group)
+            informative = not settings.zero_std_filter or not bool(
+                zero_std_groups(torch.tensor([group.rewards]))[0]
+            )
+            if informative or not settings.active_sampling:
+                groups.append(group)
+        if not groups:
+            rewards = [r for g in collected for r in g.rewards]
+            mean = sum(rewards) / len(rewards) if rewards else 0.0
+            hint = "too hard" if mean == 0 else "too easy" if mean == 1 else "uniform"
+            log.warning(
+                "step %d: all %d groups drawn had zero reward variance (mean reward %.2f: "
+                "the tasks look %s for this model); no update this step",
+                self.state.step, len(collected), mean, hint,
+            )  # fmt: skip
+        rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)
+        trained_version = self.state.policy_version
+
+        def staleness(group: Group) -> int:
+            return trained_version - group.policy_version
+
+        update = self.update(groups, rewards) if groups else {}
+        self.state.step += 1
+        if groups:
+            self.state.policy_version += 1
+            weights = self.learner.full_state_dict()
+            with self.engine_lock:
+                self.engine.update_weights(weights, self.state.policy_version)
+        all_rewards = [r for g in collected for r in g.rewards]
+        samples = [s for g in groups for s in g.samples]
+        zero_std = (
+            zero_std_groups(torch.tensor([g.rewards for g in collected])).tolist()
+            if collected
+            else []
+        )
+        return {
+            "step": self.state.step,
+            "reward_mean": sum(all_rewards) / len(all_rewards) if all_rewards else 0.0,
+            "reward_trained_mean": float(rewards.mean()) if groups else None,
+            "groups_collected": len(collected),
+            "groups_trained": len(groups),
+            "zero_std_fraction": sum(zero_std) / len(zero_std) if zero_std else 0.0,
+            "groups_dropped_stale": dropped_stale,
+            "staleness_mean": (sum(staleness(g) for g in groups) / len(groups) if groups else 0.0),
+            "staleness_max": max((staleness(g) for g in groups), default=0),
+            "policy_version": self.state.policy_version,
+            "response_tokens_mean": (
+                sum(s.response_tokens for s in samples) / len(samples) if samples else 0.0
+            ),
+            "tool_calls_mean": (
+                sum(s.tool_calls for s in samples) / len(samples) if samples else 0.0
+            ),
+            "step_time_sec": time.monotonic() - started,
+            **update,
+        }
+
+    def update(self, groups: Sequence[Group], rewards: torch.Tensor) -> dict[str, float]:
+        """Advantages, the loss over micro-batches (normalised by the whole batch's
+        response tokens), one optimizer step."""
+        settings = self.settings
+        advantages = group_advantages(rewards, normalize_std=settings.advantage == "std")
+        samples = [s for g in groups for s in g.samples]
+        sample_advantages = advantages.flatten().tolist()
+        batches = list(micro_batches(samples, sample_advantages, settings.micro_batch_tokens))
+        total_tokens = global_token_count(b["response_mask"] for b in batches)
+        model = self.learner.model
+        model.train()
+        sums: dict[str, float] = {}
+        maxima: dict[str, float] = {}
+        weights = 0
+        for batch in batches:
+            logprobs, entropy = sequence_logprobs(
+                model,
+                batch["input_ids"],
+                batch["attention_mask"],
+                temperature=settings.temperature,
+                fp32_lm_head=settings.fp32_lm_head,
+            )
+            mask = batch["response_mask"]
+            if settings.loss == "dppo":
+                loss, stats = dppo_loss(
+                    logprobs, batch["behaviour_logprobs"], batch["advantages"], mask,
+                    delta=settings.dppo_threshold, divergence=settings.dppo_divergence,
+                    total_tokens=total_tokens,
+                )  # fmt: skip
+            else:
+                loss, stats = grpo_loss(
+                    logprobs, batch["behaviour_logprobs"], batch["advantages"], mask,
+                    clip_low=settings.clip_low, clip_high=settings.clip_high,
+                    total_tokens=total_tokens,
+                )  # fmt: skip
+            self.learner.backward(loss)
+            tokens = int(mask.sum())
+            weights += tokens
+            stats = dict(stats)
+            stats["loss"] = float(loss.detach())
+            stats["entropy"] = float((entropy.detach() * mask).sum() / max(1, tokens))
+            for key, value in stats.items():
+                if key == "response_tokens":
+                    continue
+                if key.endswith("_max"):
+                    maxima[key] = max(maxima.get(key, float("-inf")), float(value))
+                elif key == "loss":
+                    sums[key] = sums.get(key, 0.0) + float(value)
+                else:
+                    sums[key] = sums.get(key, 0.0) + float(value) * tokens
+        result = {k: (v if k == "loss" else v / max(1, weights)) for k, v in sums.items()}
+        result.update(maxima)
+        result.update(self.learner.step())
+        result["response_tokens"] = total_tokens
+        return result
+
+    # --- checkpoints -----------------------------------------------------------------------
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        log.warning("SIGTERM: checkpointing after the current step")
+        self.stop_requested = True
+
+    def save_checkpoint(self) -> Path:
+        """Model, optimizer (the learner's), RNG states, data position, queued groups.
+
+        Written to a temporary directory, then renamed: a kill mid-save leaves the
+        previous checkpoint intact. Older checkpoints are removed.
+        """
+        final = self.checkpoints / f"step-{self.state.step:06d}"
+        tmp = self.checkpoints / f".tmp-step-{self.state.step:06d}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.learner.save(tmp / "learner")
+        torch.save(
+            {
+                "state": self.state,
+                "torch_rng": torch.get_rng_state(),
+                "python_rng": random.getstate(),
+                "settings": asdict(self.settings),
+            },
+            tmp / "trainer.pt",
+        )
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        for old in sorted(self.checkpoints.glob("step-*"))[:-1]:
+            shutil.rmtree(old, ignore_errors=True)
+        log.info("checkpoint: %s", final)
+        return final
+
+    def latest_checkpoint(self) -> Path | None:
+        found = sorted(self.checkpoints.glob("step-*"))
+        return found[-1] if found else None
+
+    def resume(self) -> bool:
+        checkpoint = self.latest_checkpoint()
+        if checkpoint is None:
+            return False
+        self.learner.load(checkpoint / "learner")
+        saved = torch.load(checkpoint / "trainer.pt", weights_only=False)
+        self.state = saved["state"]
+        torch.set_rng_state(saved["torch_rng"])
+        random.setstate(saved["python_rng"])
+        self.engine.update_weights(self.learner.full_state_dict(), self.state.policy_version)
+        log.info("resumed from %s (step %d)", checkpoint, self.state.step)
+        return True
+
+    # --- metrics -----------------------------------------------------------------------------
+
+    def log_metrics(self, metrics: Mapping[str, Any]) -> None:
+        self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.metrics_path.open("a") as handle:
+            handle.write(json.dumps(metrics, sort_keys=True) + "\n")
+        writer = self._writer()
+        if writer is not None:
+            for key, value in metrics.items():
+                if isinstance(value, int | float) and key != "step":
+                    writer.add_scalar(key, value, metrics["step"])
+            writer.flush()
+        log.info(
+            "step %d: reward %.3f, zero-std %.2f, masked %.4f, |Δlogp| %.4f, loss %.4g, %.1fs",
+            metrics["step"], metrics["reward_mean"], metrics["zero_std_fraction"],
+            metrics.get("masked_fraction", 0.0), metrics.get("logp_diff_mean", 0.0),
+            metrics.get("loss", 0.0), metrics["step_time_sec"],
+        )  # fmt: skip
+
+    def _writer(self) -> Any:
+        if self._tensorboard is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                self._tensorboard = False
+            else:
+                self._tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"))
+        return self._tensorboard or None
+
+
+def micro_batches(
+    samples: Sequence[Sample], advantages: Sequence[float], token_budget: int
+) -> Iterator[dict[str, torch.Tensor]]:
+    """Right-padded micro-batches of whole samples, at most ``token_budget`` tokens
+    (padding included) each; tensors are aligned to next-token positions (length T−1)."""
+    order = sorted(range(len(samples)), key=lambda i: len(samples[i].tokens))
+    batch: list[int] = []
+    for index in order:
+        longest = max([len(samples[i].tokens) for i in batch] + [len(samples[index].tokens)])
+        if batch and longest * (len(batch) + 1) > token_budget:
+            yield _collate([samples[i] for i in batch], [advantages[i] for i in batch])
+            batch = []
+        batch.append(index)
+    if batch:
+        yield _collate([samples[i] for i in batch], [advantages[i] for i in batch])
+
+
+def _collate(samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str, torch.Tensor]:
+    length = max(len(s.tokens) for s in samples)
+    size = (len(samples), length)
+    input_ids = torch.zeros(size, dtype=torch.long)
+    attention = torch.zeros(size, dtype=torch.long)
+    loss_mask = torch.zeros(size, dtype=torch.float32)
+    behaviour = torch.zeros(size, dtype=torch.float32)
+    for row, sample in enumerate(samples):
+        n = len(sample.tokens)
+        input_ids[row, :n] = torch.tensor(sample.tokens)
+        attention[row, :n] = 1
+        loss_mask[row, :n] = torch.tensor(sample.loss_mask, dtype=torch.float32)
+        behaviour[row, :n] = torch.tensor(sample.behaviour_logprobs, dtype=torch.float32)
+    # Position t of the log-probs scores token t+1.
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "response_mask": loss_mask[:, 1:],
+        "behaviour_logprobs": behaviour[:, 1:],
+        "advantages": torch.tensor(advantages, dtype=torch.float32),
+    }
+
+
+def write_run_summary(run_dir: Path, output: Path) -> dict[str, Any]:
+    """The learning curve as the workflow's declared output."""
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    metrics = [json.loads(line) for line in lines if line.strip()]
+    summary = {"steps": len(metrics), "curve": metrics}
+    write_json(output, summary)
+    return summary

