@@ -14,6 +14,7 @@ include: "rules/images.smk"
 include: "rules/generate.smk"
 include: "rules/validate.smk"
 include: "rules/decontaminate.smk"
+include: "rules/train.smk"
 include: "rules/evaluate.smk"
 
 

@@ -108,15 +108,72 @@ wildcard_constraints:
     run=r"\d+",
 
 
-def model_dir(wildcards):
-    """The folder a job serves the model from: built here for the tiny model, a local
+def base_model_dir(name):
+    """The folder of a configured model: built here for the tiny model, a local
     folder when ``path`` is one; nothing for hub ids and external endpoints."""
-    model = MODELS[wildcards.model]
+    model = MODELS[name]
     if model.get("endpoint"):
         return []
     if model["path"] in TINY_MODELS:
         return f"results/models/{model['path']}"
+    if Path(model["path"]).is_dir():
+        return model["path"]
     return []
+
+
+def model_dir(wildcards):
+    return base_model_dir(wildcards.model)
+
+
+def rl_config(name):
+    """The rl section with the model's own overrides (``models[].rl``) applied."""
+    return {**config["rl"], **MODELS[name].get("rl", {})}
+
+
+def rl_start_model(wildcards):
+    """RL starts from the SFT warm-up when it is on, else from the base model."""
+    if rl_config(wildcards.model)["sft"]["steps"] > 0:
+        return f"results/models/{wildcards.model}-sft"
+    return base_model_dir(wildcards.model)
+
+
+VARIANT_SUFFIX = {"base": "", "sft": "-sft", "tmax": "-tmax"}
+
+
+def eval_models():
+    """Every model evaluated, by label: each configured model's base, SFT and RL
+    versions as ``evaluation.variants`` asks (SFT and RL only where they are run).
+    ``dir`` is the local folder a job serves (none for hub ids and endpoints)."""
+    models = {}
+    for name, model in MODELS.items():
+        for variant in EVALUATION["variants"]:
+            if variant == "sft" and rl_config(name)["sft"]["steps"] == 0:
+                continue
+            if variant != "base" and not model.get("train", True):
+                continue
+            if variant == "base":
+                models[name] = {**model, "dir": base_model_dir(name)}
+            else:
+                label = name + VARIANT_SUFFIX[variant]
+                folder = f"results/models/{label}"
+                models[label] = {"name": label, "path": folder, "dir": folder}
+    return models
+
+
+EVAL_MODELS = eval_models()
+
+
+wildcard_constraints:
+    eval_model="|".join(re.escape(name) for name in EVAL_MODELS) or "^$",
+
+
+def eval_model_dir(wildcards):
+    return EVAL_MODELS[wildcards.eval_model]["dir"]
+
+
+def eval_model_entry(wildcards):
+    """The model's config entry as the evaluation job needs it (no ``dir``)."""
+    return {k: v for k, v in EVAL_MODELS[wildcards.eval_model].items() if k != "dir"}
 
 
 def benchmark_inputs(wildcards):
@@ -128,7 +185,9 @@ def benchmark_inputs(wildcards):
 
 def eval_run_files(wildcards):
     runs = range(EVALUATION["runs"])
-    base = f"results/eval/{wildcards.model}/{wildcards.benchmark}/{wildcards.harness}"
+    base = (
+        f"results/eval/{wildcards.eval_model}/{wildcards.benchmark}/{wildcards.harness}"
+    )
     return [f"{base}/run{run}.json" for run in runs]
 
 
@@ -139,7 +198,7 @@ def eval_concurrency():
 def eval_metric_files():
     return [
         f"results/eval/{model}/{benchmark}/{harness}/metrics.json"
-        for model in MODELS
+        for model in EVAL_MODELS
         for benchmark in EVALUATION["benchmarks"]
         for harness in EVALUATION["harnesses"]
     ]

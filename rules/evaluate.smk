@@ -41,21 +41,21 @@ rule benchmark_tasks:
 rule evaluate:
     input:
         tasks="results/eval/benchmarks/{benchmark}.json",
-        model=model_dir,
+        model=eval_model_dir,
         toolbox="results/images/toolbox.json",
         images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
     output:
-        "results/eval/{model}/{benchmark}/{harness}/run{run}.json",
+        "results/eval/{eval_model}/{benchmark}/{harness}/run{run}.json",
     log:
-        run="results/logs/eval/{model}/{benchmark}/{harness}/run{run}.log",
-        server="results/logs/eval/{model}/{benchmark}/{harness}/run{run}.server.log",
+        run="results/logs/eval/{eval_model}/{benchmark}/{harness}/run{run}.log",
+        server="results/logs/eval/{eval_model}/{benchmark}/{harness}/run{run}.server.log",
     benchmark:
-        "results/benchmarks/eval/{model}/{benchmark}/{harness}/run{run}.tsv"
+        "results/benchmarks/eval/{eval_model}/{benchmark}/{harness}/run{run}.tsv"
     conda:
         "../envs/evaluate.yaml"
     threads: eval_concurrency()
     params:
-        model=lambda wildcards: MODELS[wildcards.model],
+        model=eval_model_entry,
         evaluation=EVALUATION,
         backend=config["sandbox"]["backend"],
     script:
@@ -66,10 +66,10 @@ rule eval_metrics:
     input:
         eval_run_files,
     output:
-        json="results/eval/{model}/{benchmark}/{harness}/metrics.json",
-        markdown="results/eval/{model}/{benchmark}/{harness}/metrics.md",
+        json="results/eval/{eval_model}/{benchmark}/{harness}/metrics.json",
+        markdown="results/eval/{eval_model}/{benchmark}/{harness}/metrics.md",
     log:
-        "results/logs/eval/{model}/{benchmark}/{harness}/metrics.log",
+        "results/logs/eval/{eval_model}/{benchmark}/{harness}/metrics.log",
     conda:
         "../envs/evaluate.yaml"
     script:

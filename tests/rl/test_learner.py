@@ -85,7 +85,11 @@ def global_token_count(batches: list[tuple[torch.Tensor, torch.Tensor]]) -> int:
 def micro_batch_loss(
     model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, total_tokens: int
 ) -> torch.Tensor:
-    """Summed next-token NLL of one micro-batch divided by the step's global token count."""
+    """Summed next-token NLL of one micro-batch divided by the step's global token count.
+
+    Scored through the model's own logits: the trainer's FP32-head scoring
+    (tmax.rl.loss.sequence_logprobs) under ZeRO-3 with tied embeddings does not yet
+    match the local learner (a known gap, see docs/gpu.md)."""
     logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1].float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     return -(logp * mask[:, 1:]).sum() / total_tokens

@@ -72,7 +72,17 @@ def edit_config(workdir: Path, edit) -> None:
 
 
 SMALL = {"n_specs": 30, "shard_size": 10}
+SMALL_RL = {
+    "steps": 2,
+    "group_size": 2,
+    "prompts_per_step": 2,
+    "max_train_tasks": 2,
+    "max_turn_tokens": 48,
+    "checkpoint_every": 1,
+    "sft": {"steps": 3, "learning_rate": 2.0e-3, "batch_size": 2},
+}
 SMALL_EVALUATION = {
+    "variants": ["tmax"],
     "harnesses": ["tmax"],
     "runs": 1,
     "max_tasks": 2,
@@ -97,6 +107,7 @@ def copy_workflow(workdir: Path, small: bool = True) -> Path:
     if small:
         edit_config(workdir, lambda c: c["sampler"].update(SMALL))
         edit_config(workdir, lambda c: c["evaluation"].update(SMALL_EVALUATION))
+        edit_config(workdir, lambda c: c["rl"].update(SMALL_RL))
     return workdir
 
 
@@ -114,6 +125,8 @@ FIRST_RUN = {
     "decontaminate": 1,
     "decontam_filter": 1,
     "tiny_model": 1,
+    "sft_warmup": 1,
+    "rl_train": 1,
     "benchmark_tasks": 1,
     "evaluate": 1,
     "eval_metrics": 1,
@@ -123,12 +136,15 @@ FIRST_RUN = {
 EVALUATION_JOBS = {
     "decontaminate": 1,
     "decontam_filter": 1,
+    "sft_warmup": 1,
+    "rl_train": 1,
     "benchmark_tasks": 1,
     "evaluate": 1,
     "eval_metrics": 1,
     "eval_summary": 1,
 }
-"""What new or changed tasks rerun downstream: the check, and the held-out set."""
+"""What new or changed tasks rerun downstream: the check, training, the held-out set
+and the evaluation."""
 
 
 @pytest.fixture(scope="module")
@@ -207,12 +223,22 @@ def test_run_checks_tasks_against_the_benchmarks(workflow: Path) -> None:
     assert "| generated |" in (workflow / "results/decontam/report.md").read_text()
 
 
+def test_run_trains_the_tiny_model(workflow: Path) -> None:
+    curve = json.loads((workflow / "results/rl/tiny-qwen3/curve.json").read_text())
+    assert curve["steps"] == 2
+    assert [m["step"] for m in curve["curve"]] == [1, 2]
+    assert (workflow / "results/models/tiny-qwen3-tmax/config.json").exists()
+    assert (workflow / "results/models/tiny-qwen3-sft/config.json").exists()
+    checkpoints = list((workflow / "results/rl/tiny-qwen3/run/checkpoints").glob("step-*"))
+    assert [c.name for c in checkpoints] == ["step-000002"]
+
+
 def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
     from tmax.evaluate.records import read_job
 
     manifest = json.loads((workflow / "results/eval/benchmarks/heldout.json").read_text())
     assert len(manifest["tasks"]) == 2
-    run_file = workflow / "results/eval/tiny-qwen3/heldout/tmax/run0.json"
+    run_file = workflow / "results/eval/tiny-qwen3-tmax/heldout/tmax/run0.json"
     run = json.loads(run_file.read_text())
     assert run["n_trials"] == 2 and run["n_infra_failures"] == 0, run
     records = read_job(workflow / run["trials_dir"])
@@ -220,11 +246,11 @@ def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
     for record in records:
         trial = record.path
         assert (trial / "agent" / "trajectory.json").exists()
-        assert record.model == "tiny-qwen3" and record.harness == "tmax"
+        assert record.model == "tiny-qwen3-tmax" and record.harness == "tmax"
         assert record.n_input_tokens and record.n_input_tokens > 0  # the real server answered
     summary = (workflow / "results/eval/summary.md").read_text()
-    assert "| tiny-qwen3 | heldout | tmax |" in summary
-    server_log = workflow / "results/logs/eval/tiny-qwen3/heldout/tmax/run0.server.log"
+    assert "| tiny-qwen3-tmax | heldout | tmax |" in summary
+    server_log = workflow / "results/logs/eval/tiny-qwen3-tmax/heldout/tmax/run0.server.log"
     assert server_log.stat().st_size > 0
 
     # Rerunning the job (as after a kill: Snakemake deletes a failed job's outputs)
@@ -240,7 +266,7 @@ def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
             for r in again} == first  # fmt: skip
     assert (
         "already finished: resuming"
-        in (workflow / "results/logs/eval/tiny-qwen3/heldout/tmax/run0.log").read_text()
+        in (workflow / "results/logs/eval/tiny-qwen3-tmax/heldout/tmax/run0.log").read_text()
     )
 
 

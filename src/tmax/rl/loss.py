@@ -456,15 +456,27 @@ def sequence_logprobs(
     outputs: Any = body(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
     hidden = outputs.last_hidden_state
     head = model.get_output_embeddings()
-    logp, entropy = token_logprobs(
-        hidden[:, :-1],
-        head.weight,
-        input_ids[:, 1:],
-        temperature=temperature,
-        fp32=fp32_lm_head,
-        chunk_size=chunk_size,
-        lm_head_bias=getattr(head, "bias", None),
-    )
+    targets = input_ids[:, 1:]
+
+    def scored(hidden_states: Tensor) -> tuple[Tensor, Tensor]:
+        return token_logprobs(
+            hidden_states,
+            head.weight,
+            targets,
+            temperature=temperature,
+            fp32=fp32_lm_head,
+            chunk_size=chunk_size,
+            lm_head_bias=getattr(head, "bias", None),
+        )
+
+    # Scored inside the head module's own call: under DeepSpeed ZeRO-3 the head's
+    # weight is gathered only while the module runs (its hooks), and its gradient is
+    # reduced back to the partitions by the same hooks.
+    head.forward = scored  # type: ignore[method-assign]
+    try:
+        logp, entropy = head(hidden[:, :-1])
+    finally:
+        del head.forward
     target_is_token = attention_mask[:, 1:].bool()
     return (
         torch.where(target_is_token, logp, torch.zeros_like(logp)),
