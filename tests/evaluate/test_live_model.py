@@ -46,6 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
     parent = tmp_path_factory.mktemp("models")
     model_dir = ensure_tiny_model("tiny-submitter", parent=parent, teach=[lesson])
     with ModelServer.transformers(model_dir, log_path=parent / "server.log") as served:
+        served.model_dir = model_dir  # type: ignore[attr-defined]
         yield served
 
 
@@ -93,3 +94,37 @@ def test_the_cli_evaluates_an_endpoint_and_tabulates_it(
     assert "run 0: 0.0% of 1 trial(s), 0 infrastructure failure(s)" in out
     assert main(["eval", "metrics", str(jobs)]) == 0
     assert "| tiny-submitter | fixtures | tmax | 1 | 2 | 0.0 ± 0.0 |" in capsys.readouterr().out
+
+
+def test_a_cut_off_tool_call_is_a_format_error_not_an_infrastructure_failure(
+    server: ModelServer, tmp_path: Path
+) -> None:
+    """With 8 tokens per turn the taught call is cut off mid-JSON. transformers serve's
+    own parser answers that with HTTP 500; rendered and parsed here, it is the agent's
+    malformed reply."""
+    from tmax.models.client import CompletionsChatModel
+
+    model = CompletionsChatModel(server.base_url, server.model, server.model_dir)  # type: ignore[attr-defined]
+    settings = HarnessSettings(temperature=0.0, max_turn_tokens=8, max_format_errors=2,
+                               max_tool_calls=4)  # fmt: skip
+    spec = TrialSpec(LOG_TASK, "count-error-lines", "tiny-submitter", "fixtures", "tmax", 0)
+    bwrap = lambda task_dir: sandbox_for_task(task_dir, "bwrap", run_id="pytest")  # noqa: E731
+    result = run_trial(spec, model, settings, tmp_path / "trial", bwrap)
+    assert result["exception_info"] is None
+    meta = result["agent_result"]["metadata"]["tmax"]
+    assert (meta["exit_status"], meta["format_errors"]) == ("format_errors", 2)
+    assert result["verifier_result"]["rewards"]["reward"] == 0.0
+
+
+def test_completions_mode_reads_the_taught_call(server: ModelServer) -> None:
+    from tmax.models.client import CompletionsChatModel
+
+    model = CompletionsChatModel(server.base_url, server.model, server.model_dir)  # type: ignore[attr-defined]
+    harness = make_harness("tmax", SETTINGS)
+    first = harness.start((LOG_TASK / "instruction.md").read_text(), None,  # type: ignore[arg-type]
+                          Trajectory("tmax", "1", "m"))  # fmt: skip
+    completion = model.complete(first, tools=harness.tools, max_tokens=64, temperature=0.0)
+    [call] = completion.tool_calls
+    assert call.name == "bash"
+    assert call.parsed_arguments() == {"command": f"echo {SUBMIT_SENTINEL}"}
+    assert completion.prompt_tokens > 100

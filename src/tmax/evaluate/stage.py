@@ -108,7 +108,7 @@ def serve_model(
     """A chat client for a config ``models`` entry: its endpoint when it has one, else
     a server started for the job (``transformers serve`` on CPU, ``vllm serve`` on GPU)
     and stopped afterwards."""
-    from tmax.models.client import OpenAIChatModel
+    from tmax.models.client import CompletionsChatModel, OpenAIChatModel
     from tmax.models.serve import ModelServer
 
     endpoint = model.get("endpoint")
@@ -130,7 +130,12 @@ def serve_model(
             )
         server = ModelServer.transformers(model_dir, log_path=log_path)
     with server:
-        yield OpenAIChatModel(server.base_url, server.model)
+        if engine == "transformers" and model_dir is not None:
+            # Rendered and parsed here: transformers serve answers HTTP 500 when the
+            # model writes a malformed tool call, which would count as infrastructure.
+            yield CompletionsChatModel(server.base_url, server.model, model_dir)
+        else:
+            yield OpenAIChatModel(server.base_url, server.model)
 
 
 def trials_dir(

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 log = logging.getLogger("tmax.models")
@@ -191,6 +192,14 @@ class OpenAIChatModel:
             request["temperature"] = temperature
         if self.extra_body:
             request["extra_body"] = self.extra_body
+        return self._with_retries(
+            lambda: self._client.chat.completions.create(**request), _completion_from_response
+        )
+
+    def _with_retries(
+        self, call: Callable[[], Any], read: Callable[[Any, float], Completion]
+    ) -> Completion:
+        """Make a request, retrying connection errors, 429 and 5xx with backoff."""
         openai = self._openai
         retryable = (
             openai.APIConnectionError,  # includes APITimeoutError
@@ -201,7 +210,7 @@ class OpenAIChatModel:
         for attempt in range(self.retry.attempts):
             started = time.monotonic()
             try:
-                response = self._client.chat.completions.create(**request)
+                response = call()
             except openai.BadRequestError as error:
                 text = str(error).lower()
                 if any(hint in text for hint in _CONTEXT_HINTS):
@@ -220,10 +229,65 @@ class OpenAIChatModel:
                 continue
             except openai.APIStatusError as error:
                 raise ModelError(f"{self.base_url} answered {error.status_code}: {error}") from None
-            return _completion_from_response(response, time.monotonic() - started)
+            return read(response, time.monotonic() - started)
         raise ModelError(
             f"{self.base_url} failed {self.retry.attempts} times; last error: {last}"
         ) from None
+
+
+class CompletionsChatModel(OpenAIChatModel):
+    """Chat over the plain completions endpoint, with the chat template applied here.
+
+    For servers whose own tool-call parsing breaks on a malformed call: `transformers
+    serve` answers HTTP 500 when a ``<tool_call>`` block is not valid JSON (or is cut
+    off by max_tokens), which would count a model's mistake as an infrastructure
+    failure. Here the conversation is rendered with the model's own chat template and
+    the answer parsed locally (tmax.models.toolcalls), so a malformed call reaches the
+    harness as a format error, as with vLLM's parsers. Needs the model's tokenizer
+    (a local folder).
+    """
+
+    def __init__(self, base_url: str, model: str, tokenizer_dir: str | Path, **kwargs: Any):
+        super().__init__(base_url, model, **kwargs)
+        from transformers import AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int,
+        temperature: float | None = None,
+    ) -> Completion:
+        from tmax.models.toolcalls import parse_completion
+
+        prompt = self.tokenizer.apply_chat_template(
+            list(messages), tools=list(tools) if tools else None, tokenize=False,
+            add_generation_prompt=True,
+        )  # fmt: skip
+        request: dict[str, Any] = {"model": self.name, "prompt": prompt, "max_tokens": max_tokens}
+        if temperature is not None:
+            request["temperature"] = temperature
+
+        def read(response: Any, latency: float) -> Completion:
+            if not response.choices:
+                raise ModelError("the endpoint returned no choices")
+            choice = response.choices[0]
+            content, reasoning, calls = parse_completion(choice.text or "")
+            usage = response.usage
+            return Completion(
+                content=content,
+                tool_calls=tuple(calls),
+                reasoning=reasoning,
+                finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
+                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                latency_sec=latency,
+            )
+
+        return self._with_retries(lambda: self._client.completions.create(**request), read)
 
 
 def _completion_from_response(response: Any, latency: float) -> Completion:
