@@ -130,6 +130,12 @@ def rl_config(name):
     return {**config["rl"], **MODELS[name].get("rl", {})}
 
 
+def sft_params(name):
+    """What the SFT warm-up depends on (so changing an RL-only knob keeps it)."""
+    rl = rl_config(name)
+    return {key: rl[key] for key in ("sft", "max_train_tasks", "max_tool_calls")}
+
+
 def rl_start_model(wildcards):
     """RL starts from the SFT warm-up when it is on, else from the base model."""
     if rl_config(wildcards.model)["sft"]["steps"] > 0:

@@ -42,7 +42,7 @@ rule decontaminate:
         "results/benchmarks/decontam/decontaminate.tsv"
     conda:
         "../envs/sample.yaml"
-    threads: workflow.cores
+    threads: 8  # at most --cores locally; the slurm profile sets cpus_per_task
     params:
         benchmarks=DECONTAMINATION["benchmarks"],
         ngram_sizes=DECONTAMINATION["ngram_sizes"],

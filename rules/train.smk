@@ -17,8 +17,7 @@ rule sft_warmup:
     conda:
         "../envs/evaluate.yaml"
     params:
-        base=lambda wildcards: MODELS[wildcards.model]["path"],
-        rl=lambda wildcards: rl_config(wildcards.model),
+        rl=lambda wildcards: sft_params(wildcards.model),
         heldout_fraction=EVALUATION["heldout_fraction"],
         seed=config["seed"],
     script:
@@ -41,7 +40,7 @@ rule rl_train:
         "results/benchmarks/rl/{model}/train.tsv"
     conda:
         "../envs/evaluate.yaml"
-    threads: workflow.cores
+    threads: 8  # at most --cores locally; the slurm profile sets cpus_per_task
     params:
         rl=lambda wildcards: rl_config(wildcards.model),
         heldout_fraction=EVALUATION["heldout_fraction"],

@@ -87,11 +87,14 @@ def _save(model: Any, tokenizer: Any, source: Path, output: Path) -> None:
 
 
 def harness_settings(rl: Mapping[str, Any]) -> HarnessSettings:
+    """The episode budgets of RL rollouts (and of the SFT prompts, which only use
+    max_tool_calls: it is written into the task prompt)."""
+    defaults = HarnessSettings()
     return HarnessSettings(
         max_tool_calls=rl["max_tool_calls"],
-        max_turn_tokens=rl["max_turn_tokens"],
-        max_total_tokens=rl["max_total_tokens"],
-        temperature=rl["temperature"],
+        max_turn_tokens=rl.get("max_turn_tokens", defaults.max_turn_tokens),
+        max_total_tokens=rl.get("max_total_tokens", defaults.max_total_tokens),
+        temperature=rl.get("temperature", 1.0),
         interleaved_thinking=True,
         max_format_errors=rl.get("max_format_errors", 8),
         command_timeout_sec=float(rl.get("command_timeout_sec", 120)),
