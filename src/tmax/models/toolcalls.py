@@ -65,5 +65,3 @@ def _tool_call(call_id: str, body: str) -> ToolCall:
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return ToolCall(call_id, call["name"], arguments)
-
-
