@@ -72,6 +72,12 @@ def edit_config(workdir: Path, edit) -> None:
 
 
 SMALL = {"n_specs": 30, "shard_size": 10}
+SMALL_DECONTAMINATION = {
+    # The four fixture tasks stand in for TB2 and TB-Lite. Every generated task shares
+    # Harbor's reward-writing lines of tests/test.sh with them, boilerplate that four
+    # items cannot reveal (real benchmarks have ~90-100): call 2 items boilerplate.
+    "boilerplate_min_items": 2,
+}
 SMALL_RL = {
     "steps": 2,
     "group_size": 2,
@@ -108,6 +114,7 @@ def copy_workflow(workdir: Path, small: bool = True) -> Path:
         edit_config(workdir, lambda c: c["sampler"].update(SMALL))
         edit_config(workdir, lambda c: c["evaluation"].update(SMALL_EVALUATION))
         edit_config(workdir, lambda c: c["rl"].update(SMALL_RL))
+        edit_config(workdir, lambda c: c["decontamination"].update(SMALL_DECONTAMINATION))
     return workdir
 
 
