@@ -73,10 +73,12 @@ def edit_config(workdir: Path, edit) -> None:
 
 SMALL = {"n_specs": 30, "shard_size": 10}
 SMALL_DECONTAMINATION = {
-    # The four fixture tasks stand in for TB2 and TB-Lite. Every generated task shares
-    # Harbor's reward-writing lines of tests/test.sh with them, boilerplate that four
-    # items cannot reveal (real benchmarks have ~90-100): call 2 items boilerplate.
-    "boilerplate_min_items": 2,
+    # The four fixture tasks stand in for TB2 and TB-Lite, and every generated task's
+    # tests/test.sh shares Harbor's reward-writing lines with some of them: boilerplate
+    # that four items cannot reveal (real benchmarks have 89-100). Keep every task so
+    # training has data; the filter's rules are tested in tests/decontam.
+    "remove_rule": "count",
+    "remove_threshold": 100000,
 }
 SMALL_RL = {
     "steps": 2,
