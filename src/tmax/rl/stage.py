@@ -136,6 +136,28 @@ def sft_warmup(
     return losses
 
 
+def _fresh_run_if_inputs_changed(
+    run_dir: Path, model_dir: Path, task_ids: Sequence[str], settings: Any
+) -> None:
+    """Checkpoints resume the same run only: a new start model, task set or recipe
+    (the job reran because an input changed) starts over instead of resuming."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    digest = hashlib.sha256()
+    for weights in sorted(model_dir.glob("*.safetensors")):
+        digest.update(weights.read_bytes())
+    digest.update(json.dumps([list(task_ids), asdict(settings)], sort_keys=True).encode())
+    fingerprint = digest.hexdigest()
+    marker = run_dir / "inputs.sha256"
+    if run_dir.exists() and (not marker.exists() or marker.read_text() != fingerprint):
+        log.info("inputs changed since %s was started: starting a fresh run", run_dir)
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(fingerprint)
+
+
 def rl_train(
     model_dir: Path,
     clean_tasks: Path,
@@ -169,6 +191,7 @@ def rl_train(
         run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",
     )  # fmt: skip
     settings = RLSettings.from_config(rl, seed)
+    _fresh_run_if_inputs_changed(run_dir, model_dir, sorted(dirs), settings)
     log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(dirs),
              settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
     trainer = Trainer(env, engine, learner, settings, run_dir)

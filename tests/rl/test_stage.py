@@ -1,0 +1,28 @@
+"""The training stage: a rerun resumes its own run, and starts over when inputs change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tmax.rl.stage import _fresh_run_if_inputs_changed
+from tmax.rl.trainer import RLSettings
+
+
+def test_checkpoints_survive_a_rerun_only_with_the_same_inputs(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights v1")
+    run = tmp_path / "run"
+    checkpoint = run / "checkpoints" / "step-000004"
+
+    _fresh_run_if_inputs_changed(run, model, ["a", "b"], RLSettings(steps=8))
+    checkpoint.mkdir(parents=True)
+    _fresh_run_if_inputs_changed(run, model, ["a", "b"], RLSettings(steps=8))
+    assert checkpoint.exists()  # a failed or preempted job resumes
+
+    _fresh_run_if_inputs_changed(run, model, ["a", "b", "c"], RLSettings(steps=8))
+    assert not checkpoint.exists()  # new tasks: a new run
+    checkpoint.mkdir(parents=True)
+    (model / "model.safetensors").write_bytes(b"weights v2")
+    _fresh_run_if_inputs_changed(run, model, ["a", "b", "c"], RLSettings(steps=8))
+    assert not checkpoint.exists()  # a new start model (e.g. a redone SFT): a new run
