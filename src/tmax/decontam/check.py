@@ -136,13 +136,21 @@ class BenchmarkSide:
 def check_tasks(
     task_texts: Sequence[Text], side: BenchmarkSide, *, workers: int = 1
 ) -> dict[str, TaskResult]:
-    """Scan every task text against the benchmark side; results per task id."""
+    """Scan every task text against the benchmark side; results for the tasks that
+    share any n-gram with it (contamination or boilerplate).
+
+    Only those tasks' texts are tokenised in Python (to explain hits and count the
+    task's n-grams): the scan itself is the native one, so clean tasks cost no more.
+    """
     n = side.n
     started = time.perf_counter()
     positions = side.index.find([t.text for t in task_texts], workers=workers)
     scanned = time.perf_counter() - started
+    hit_owners = {text.owner for text, hits in zip(task_texts, positions, strict=True) if hits}
     results: dict[str, TaskResult] = {}
     for text, hits in zip(task_texts, positions, strict=True):
+        if text.owner not in hit_owners:
+            continue
         result = results.setdefault(text.owner, TaskResult(text.owner, n))
         tokens = words(text.text)
         result.total_ngrams += max(0, len(tokens) - n + 1)

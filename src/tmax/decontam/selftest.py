@@ -87,9 +87,11 @@ def self_test(
     results = check_tasks(planted, side, workers=workers)
     missed = []
     for leak in leaks:
-        result = results[leak.task_id]
         benchmark, item, _ = leak.key
-        found = item in result.items.get(benchmark, set()) or result.boilerplate.get(benchmark)
+        result = results.get(leak.task_id)  # absent: no shared n-gram at all
+        found = result is not None and (
+            item in result.items.get(benchmark, set()) or bool(result.boilerplate.get(benchmark))
+        )
         if not found:
             missed.append({"task": leak.task_id, "benchmark": benchmark, "item": item})
     return {

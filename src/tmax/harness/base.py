@@ -16,6 +16,7 @@ after the agent stops (tmax.evaluate.trial), exactly as Harbor does.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -240,6 +241,7 @@ def truncate_middle(text: str, limit: int, note: str | None = None) -> str:
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
 
+@functools.cache
 def load_prompt(harness: str, name: str) -> str:
     """A prompt template shipped in ``tmax/harness/prompts/<harness>/<name>``."""
     path = resources.files("tmax.harness") / "prompts" / harness / name
