@@ -16,7 +16,13 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tmax.evaluate.trial import SandboxFactory, TrialSpec, read_result, run_trial, task_checksum
+from tmax.evaluate.trial import (
+    SandboxFactory,
+    TrialSpec,
+    finished_result,
+    run_trial,
+    task_checksum,
+)
 from tmax.harness import HarnessSettings
 from tmax.models.client import ChatModel
 
@@ -60,8 +66,8 @@ def run_trials(
     results: dict[int, dict[str, Any]] = {}
     pending: list[int] = []
     for index, spec in enumerate(specs):
-        done = read_result(job_dir / spec.trial_name)
-        if done is None or done.get("task_checksum") != task_checksum(spec.task_dir):
+        done = finished_result(job_dir / spec.trial_name, task_checksum(spec.task_dir))
+        if done is None:
             pending.append(index)
         else:
             results[index] = done

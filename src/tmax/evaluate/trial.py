@@ -19,6 +19,7 @@ malformed replies, exhausting memory) is a reward of 0.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import shutil
@@ -94,17 +95,18 @@ def task_checksum(task_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def read_result(trial_dir: Path) -> dict[str, Any] | None:
-    """A finished trial's result, or None when the trial has not finished."""
-    import json
-
+def finished_result(trial_dir: Path, checksum: str) -> dict[str, Any] | None:
+    """The trial's stored result when it finished on this very task (``checksum``),
+    else None: not run, killed mid-way (no or a torn ``result.json``), or the task
+    changed since."""
     path = trial_dir / "result.json"
     if not path.is_file():
         return None
     try:
-        return dict(json.loads(path.read_text()))
+        done = dict(json.loads(path.read_text()))
     except (OSError, ValueError):
         return None  # torn or corrupt: redo the trial
+    return done if done.get("task_checksum") == checksum else None
 
 
 def run_trial(
@@ -117,8 +119,8 @@ def run_trial(
     """Run one trial into ``trial_dir`` and return its result; a finished trial is
     not run again (its stored result is returned) unless the task has changed since."""
     checksum = task_checksum(spec.task_dir)
-    done = read_result(trial_dir)
-    if done is not None and done.get("task_checksum") == checksum:
+    done = finished_result(trial_dir, checksum)
+    if done is not None:
         return done
     if trial_dir.exists():  # a killed earlier attempt: start over
         shutil.rmtree(trial_dir)
