@@ -54,19 +54,6 @@ def solution_of(row: Mapping[str, Any]) -> str:
     return ""
 
 
-def task_dirs(tasks_root: Path, task_ids: Sequence[str]) -> dict[str, Path]:
-    """Where each task's Harbor directory is under results/tasks/shards/."""
-    found = {}
-    for shard in sorted(tasks_root.iterdir()):
-        for task_id in task_ids:
-            if (shard / task_id).is_dir():
-                found[task_id] = shard / task_id
-    missing = sorted(set(task_ids) - set(found))
-    if missing:
-        raise FileNotFoundError(f"task directories not found under {tasks_root}: {missing[:5]}")
-    return found
-
-
 def _load(model_dir: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -182,7 +169,10 @@ def rl_train(
     rows = choose_training_tasks(
         clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
     )
-    dirs = task_dirs(tasks_root, [r["task_id"] for r in rows])
+    from tmax.benchmarks import heldout as generated_tasks
+
+    chosen = generated_tasks(tasks_root, [r["task_id"] for r in rows], name="training tasks")
+    dirs = {path.name: path for path in chosen.tasks}
     model, tokenizer = _load(model_dir)
     engine = TransformersEngine(model_dir, tokenizer)
     learner = LocalLearner(model, lr=rl["learning_rate"])
