@@ -9,7 +9,9 @@ the loss, backward, AdamW) on a batch of synthetic episodes, against a plain
 cross-entropy step (``model(input_ids, labels=...)``, backward, AdamW) on the same
 tokens and the same model, one torch thread, medians over repeats. Rollouts: the
 engine's sampling loop (which also returns the behaviour log-probs) against
-``model.generate(do_sample=True, top_k=0)`` on the same prompts.
+``model.generate(do_sample=True, top_k=0)`` on the same prompts. Episode threads: as
+many threads as a group has episodes, each asking for one prompt per call (what
+rollouts do), through the engine's request batching against one call at a time.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -114,6 +118,37 @@ def rollouts_vs_generate(model_dir: Path, repeats: int, new_tokens: int) -> None
           f"{plain / mine:.2f}x generate's speed")  # fmt: skip
 
 
+def episode_threads(model_dir: Path, repeats: int, new_tokens: int, threads: int) -> None:
+    """``threads`` callers, one prompt per call, 4 calls each (turns): merged into
+    batches by the engine against a lock that admits one call at a time."""
+    from tmax.rl.engine import RequestBatcher
+
+    prompts = [[11 + i, 200 + i, 37, 99, 5, 1000 + i] * 20 for i in range(threads)]
+
+    def run(engine: TransformersEngine) -> None:
+        def episode(index: int) -> None:
+            for turn in range(4):
+                engine.generate([prompts[index]], max_tokens=new_tokens, temperature=1.0,
+                                stop_token_ids=[], seed=index * 10 + turn)  # fmt: skip
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(episode, range(threads)))
+
+    batched = TransformersEngine(model_dir)
+    serial = TransformersEngine(model_dir)
+    # The same sampling loop, but every call runs alone: the engine before batching.
+    serial._batcher = RequestBatcher(serial._run_batch, threading.Lock(), max_rows=1)
+    run(batched)
+    run(serial)
+    alone = median_time(lambda: run(serial), repeats)
+    merged = median_time(lambda: run(batched), repeats)
+    n = threads * 4 * new_tokens
+    print(f"episode threads: {threads} threads x 4 turns x {new_tokens} new tokens, one prompt "
+          "per call")  # fmt: skip
+    print(f"one call at a time : {n / alone:8.0f} tokens/s")
+    print(f"merged into batches: {n / merged:8.0f} tokens/s = {alone / merged:.2f}x")
+
+
 def from_results(results: Path) -> None:
     for run in sorted((results / "rl").glob("*/curve.json")):
         model = run.parent.name
@@ -147,6 +182,7 @@ def main() -> None:
     repeats = 3 if args.quick else 7
     trainer_vs_cross_entropy(model_dir, repeats, length=256 if args.quick else 1024)
     rollouts_vs_generate(model_dir, repeats, new_tokens=32 if args.quick else 128)
+    episode_threads(model_dir, repeats, new_tokens=32 if args.quick else 128, threads=4)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ rule sft_warmup:
         "results/benchmarks/rl/{model}/sft.tsv"
     conda:
         "../envs/evaluate.yaml"
+    threads: 2  # torch CPU threads for the tiny model; at most --cores
     params:
         rl=lambda wildcards: sft_params(wildcards.model),
         heldout_fraction=EVALUATION["heldout_fraction"],

@@ -21,6 +21,7 @@ rl_train(
     rl=rl,
     heldout_fraction=snakemake.params.heldout_fraction,
     seed=snakemake.params.seed,
+    threads=snakemake.threads,
     backend=snakemake.params.backend,
-    workers=rl["rollout_workers"] or snakemake.threads,
+    workers=rl["rollout_workers"] or rl["group_size"],
 )

@@ -18,4 +18,5 @@ sft_warmup(
     rl=snakemake.params.rl,
     heldout_fraction=snakemake.params.heldout_fraction,
     seed=snakemake.params.seed,
+    threads=snakemake.threads,
 )

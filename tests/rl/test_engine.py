@@ -4,6 +4,8 @@ stop tokens, seeds, batching, weight pushes; vLLM's request building against a d
 from __future__ import annotations
 
 import builtins
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +16,8 @@ import pytest
 from tmax.models.tiny import ensure_tiny_model
 from tmax.rl.engine import (
     Generation,
+    RequestBatcher,
+    Row,
     TransformersEngine,
     VLLMEngine,
     _inverse_cdf_sample,
@@ -157,6 +161,87 @@ def test_batched_equals_one_by_one(engine: TransformersEngine, prompts: list[lis
         assert alone.logprobs == pytest.approx(batched[index].logprobs, abs=1e-4)
     assert batched[0].finish_reason == "stop"
     assert len(batched[0].token_ids) <= 4
+
+
+def test_concurrent_calls_share_batches_and_keep_their_own_samples(
+    model_dir: Path, prompts: list[list[int]]
+) -> None:
+    """Episode threads each ask for one prompt; calls that meet are run as one batch, and
+    each caller gets what it would have got alone (its own seed and token budget)."""
+    engine = TransformersEngine(model_dir)
+    budgets = [5, 20, 12, 20, 8, 16]
+    requests = [(prompts[i % len(prompts)], budgets[i], 100 + i) for i in range(len(budgets))]
+    alone = [
+        engine.generate([p], max_tokens=m, temperature=1.0, stop_token_ids=[], seed=s)[0]
+        for p, m, s in requests
+    ]
+    before = engine._batcher.batches
+    start = threading.Barrier(len(requests))
+
+    def call(request: tuple[list[int], int, int]) -> Generation:
+        prompt, max_tokens, seed = request
+        start.wait()
+        [generation] = engine.generate(
+            [prompt], max_tokens=max_tokens, temperature=1.0, stop_token_ids=[], seed=seed
+        )
+        return generation
+
+    with ThreadPoolExecutor(len(requests)) as pool:
+        together = list(pool.map(call, requests))
+    assert engine._batcher.batches - before < len(requests)
+    for one, other, (_, max_tokens, _) in zip(alone, together, requests, strict=True):
+        assert other.token_ids == one.token_ids
+        assert len(other.token_ids) == max_tokens and other.finish_reason == "length"
+        assert other.logprobs == pytest.approx(one.logprobs, abs=1e-4)
+
+
+def _held_batcher(
+    runs: list[tuple[int, float]], fail: bool = False
+) -> tuple[RequestBatcher, threading.Lock]:
+    """A batcher over a fake runner and its engine lock: while the test holds the lock,
+    requests pile up in the queue as they would behind a long batch."""
+    lock = threading.Lock()
+
+    def run(rows: list[Row], temperature: float, stop: tuple[int, ...]) -> list[Generation]:
+        runs.append((len(rows), temperature))
+        if fail:
+            raise RuntimeError("engine died")
+        return [Generation([row.seed or 0], [0.0], "length") for row in rows]
+
+    return RequestBatcher(run, lock, max_rows=3), lock
+
+
+def test_batches_group_by_temperature_and_respect_max_rows() -> None:
+    runs: list[tuple[int, float]] = []
+    batcher, lock = _held_batcher(runs)
+    temperatures = [1.0, 1.0, 0.5, 1.0, 1.0, 1.0]
+    lock.acquire()
+    with ThreadPoolExecutor(len(temperatures)) as pool:
+        futures = [
+            pool.submit(batcher.submit, [Row([1], 4, index)], temperature, [])
+            for index, temperature in enumerate(temperatures)
+        ]
+        while len(batcher._queue) < len(temperatures):
+            threading.Event().wait(0.01)
+        lock.release()
+        results = [future.result() for future in futures]
+    assert [result[0].token_ids for result in results] == [[i] for i in range(6)]
+    assert sorted(runs) == [(1, 0.5), (2, 1.0), (3, 1.0)]
+
+
+def test_a_failed_batch_fails_every_caller_in_it() -> None:
+    runs: list[tuple[int, float]] = []
+    batcher, lock = _held_batcher(runs, fail=True)
+    lock.acquire()
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(batcher.submit, [Row([1], 4, i)], 1.0, []) for i in range(2)]
+        while len(batcher._queue) < 2:
+            threading.Event().wait(0.01)
+        lock.release()
+        for future in futures:
+            with pytest.raises(RuntimeError, match="engine died"):
+                future.result()
+    assert runs == [(2, 1.0)]
 
 
 def test_update_weights_changes_outputs_and_the_version(

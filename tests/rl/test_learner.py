@@ -10,10 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from tests.rl.ranks import free_port, run_ranks  # noqa: E402
 from tmax.rl.learner import (  # noqa: E402
     DEEPSPEED_TAG,
     Learner,
@@ -292,12 +289,6 @@ def test_init_distributed_joins_a_one_process_slurm_group() -> None:
 # DeepSpeed ZeRO-3, two CPU processes
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def run_worker(out: Path) -> None:
     """One rank: step, gather, save, step; then a fresh engine loads and repeats the step."""
     torch.set_num_threads(1)
@@ -364,40 +355,9 @@ def run_worker(out: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (the gpu extra)")
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
 def test_deepspeed_zero3_matches_local_learner_on_two_cpu_ranks(tmp_path: Path) -> None:
-    port = free_port()
-    root = Path(__file__).resolve().parents[2]
-    procs = []
-    for rank in range(WORLD_SIZE):
-        env = {
-            **os.environ,
-            "RANK": str(rank),
-            "WORLD_SIZE": str(WORLD_SIZE),
-            "LOCAL_RANK": str(rank),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "DS_ACCELERATOR": "cpu",  # never CUDA, even on a GPU machine
-            "OMP_NUM_THREADS": "1",
-            "PYTHONPATH": str(root / "src"),
-        }
-        log = (tmp_path / f"rank{rank}.log").open("w")
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, __file__, "--worker", str(tmp_path)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        )
-    try:
-        codes = [proc.wait(timeout=WORKER_TIMEOUT_S) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-    logs = "\n".join((tmp_path / f"rank{r}.log").read_text()[-3000:] for r in range(WORLD_SIZE))
-    assert codes == [0] * WORLD_SIZE, logs
+    run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
 
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
     assert all(r["shard"] < r["full"] for r in ranks)  # ZeRO-3 really partitioned the weights

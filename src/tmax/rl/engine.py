@@ -16,6 +16,11 @@ is kept as the last of ``token_ids``; with a ``seed``, prompt ``i`` of a call is
 with seed ``seed + i``, so the same prompt twice in one call gives two different samples
 and a prompt's sample does not depend on the other prompts of its batch; temperature 0
 is greedy decoding and its log-probs are those of softmax(logits).
+
+Rollout threads call ``generate`` one prompt at a time (one per episode turn). Both
+engines merge the calls that arrive while they are busy into one batch
+(:class:`RequestBatcher`), so the episodes of a group share forward passes on CPU and
+reach vLLM's scheduler together on GPU.
 """
 
 from __future__ import annotations
@@ -81,6 +86,100 @@ def _check_request(prompts: Sequence[Sequence[int]], max_tokens: int, temperatur
             raise ValueError(f"prompt {index} is empty")
 
 
+@dataclass(frozen=True)
+class Row:
+    """One prompt of a batch with its own token budget and seed."""
+
+    prompt: list[int]
+    max_tokens: int
+    seed: int | None
+
+
+BatchRunner = Callable[[list[Row], float, tuple[int, ...]], list[Generation]]
+"""Samples every row of a batch at one temperature with one set of stop tokens."""
+
+
+@dataclass(eq=False)
+class _Request:
+    rows: list[Row]
+    temperature: float
+    stop: tuple[int, ...]
+    result: list[Generation] | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class RequestBatcher:
+    """Merges ``generate`` calls from many threads into batches.
+
+    A caller queues its request and then takes the engine lock; whoever holds the lock
+    runs every queued request that shares the oldest one's temperature and stop tokens
+    (up to ``max_rows`` prompts) as one batch and hands each caller its own results.
+    Requests that arrive while a batch runs are served together by the next one, so
+    nothing waits on a timer, and a single caller gets exactly one batch of its own.
+    """
+
+    def __init__(self, run: BatchRunner, lock: threading.Lock, max_rows: int = 64) -> None:
+        if max_rows < 1:
+            raise ValueError(f"max_rows must be at least 1, got {max_rows}")
+        self._run = run
+        self._lock = lock
+        self._max_rows = max_rows
+        self._queue: list[_Request] = []
+        self._queue_lock = threading.Lock()
+        self.batches = 0
+        """Batches run so far (for tests and logs)."""
+
+    def submit(self, rows: list[Row], temperature: float, stop: Sequence[int]) -> list[Generation]:
+        request = _Request(rows, temperature, tuple(sorted(set(stop))))
+        with self._queue_lock:
+            self._queue.append(request)
+        while True:
+            with self._lock:
+                if request.done:
+                    break
+                self._execute(self._take())
+        if request.error is not None:
+            raise request.error
+        assert request.result is not None
+        return request.result
+
+    def _take(self) -> list[_Request]:
+        with self._queue_lock:
+            first = self._queue[0]
+            batch, rows = [], 0
+            for request in self._queue:
+                same = (request.temperature, request.stop) == (first.temperature, first.stop)
+                if same and (not batch or rows + len(request.rows) <= self._max_rows):
+                    batch.append(request)
+                    rows += len(request.rows)
+            self._queue = [request for request in self._queue if request not in batch]
+        return batch
+
+    def _execute(self, batch: list[_Request]) -> None:
+        rows = [row for request in batch for row in request.rows]
+        self.batches += 1
+        try:
+            generations = self._run(rows, batch[0].temperature, batch[0].stop)
+        except BaseException as error:  # every caller of the batch sees the failure
+            for request in batch:
+                request.error, request.done = error, True
+            return
+        start = 0
+        for request in batch:
+            request.result = generations[start : start + len(request.rows)]
+            start += len(request.rows)
+            request.done = True
+
+
+def _rows(prompts: Sequence[Sequence[int]], max_tokens: int, seed: int | None) -> list[Row]:
+    """The engine convention: prompt ``i`` of a call is sampled with ``seed + i``."""
+    return [
+        Row(list(prompt), max_tokens, None if seed is None else seed + index)
+        for index, prompt in enumerate(prompts)
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # transformers (CPU, in process)
 
@@ -102,6 +201,7 @@ class TransformersEngine:
         tokenizer: PreTrainedTokenizerBase | None = None,
         *,
         dtype: torch.dtype | None = None,
+        max_batch_rows: int = 64,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM
@@ -123,6 +223,7 @@ class TransformersEngine:
         self.pad_token_id = int(pad) if pad is not None else 0
         self.policy_version = 0
         self._lock = threading.Lock()
+        self._batcher = RequestBatcher(self._run_batch, self._lock, max_batch_rows)
 
     @property
     def device(self) -> torch.device:
@@ -137,26 +238,26 @@ class TransformersEngine:
         stop_token_ids: Sequence[int],
         seed: int | None = None,
     ) -> list[Generation]:
-        """Sample a continuation of every prompt (one left-padded batch)."""
-        import torch
-
+        """Sample a continuation of every prompt (one left-padded batch, shared with
+        the calls of other threads that arrive meanwhile)."""
         _check_request(prompts, max_tokens, temperature)
         if not prompts:
             return []
-        with self._lock, torch.inference_mode():
-            return self._sample(prompts, max_tokens, temperature, set(stop_token_ids), seed)
+        return self._batcher.submit(_rows(prompts, max_tokens, seed), temperature, stop_token_ids)
 
-    def _sample(
-        self,
-        prompts: Sequence[Sequence[int]],
-        max_tokens: int,
-        temperature: float,
-        stop: set[int],
-        seed: int | None,
+    def _run_batch(
+        self, rows: list[Row], temperature: float, stop: tuple[int, ...]
     ) -> list[Generation]:
         import torch
 
+        with torch.inference_mode():
+            return self._sample(rows, temperature, set(stop))
+
+    def _sample(self, batch: list[Row], temperature: float, stop: set[int]) -> list[Generation]:
+        import torch
+
         device = self.device
+        prompts = [row.prompt for row in batch]
         rows, width = len(prompts), max(len(p) for p in prompts)
         input_ids = torch.full((rows, width), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((rows, width), dtype=torch.long)
@@ -167,12 +268,12 @@ class TransformersEngine:
         # Left padding: each row's positions count its real tokens only, as if unpadded.
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         generators = []
-        for row in range(rows):
+        for row in batch:
             generator = torch.Generator(device=device)
-            if seed is None:
+            if row.seed is None:
                 generator.seed()
             else:
-                generator.manual_seed(seed + row)
+                generator.manual_seed(row.seed)
             generators.append(generator)
 
         tokens: list[list[int]] = [[] for _ in range(rows)]
@@ -186,7 +287,9 @@ class TransformersEngine:
             logits_to_keep=1,
         )
         next_position = position_ids[:, -1:] + 1
-        for step in range(max_tokens):
+        budgets = [row.max_tokens for row in batch]
+        stopped = [False] * rows
+        for _ in range(max(budgets)):
             logits = output.logits[:, -1, :].float()
             # μ: the distribution sampled from. Greedy (T = 0) reports softmax(logits).
             log_mu = torch.log_softmax(logits / temperature if temperature > 0 else logits, -1)
@@ -202,8 +305,9 @@ class TransformersEngine:
                     continue
                 tokens[row].append(token_id)
                 logprobs[row].append(logprob)
-                finished[row] = token_id in stop
-            if all(finished) or step + 1 == max_tokens:
+                stopped[row] = token_id in stop
+                finished[row] = stopped[row] or len(tokens[row]) == budgets[row]
+            if all(finished):
                 break
             # Finished rows keep decoding in the batch; what they sample is dropped.
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones((rows, 1))], -1)
@@ -217,7 +321,7 @@ class TransformersEngine:
             next_position = next_position + 1
         return [
             Generation(ids, lps, "stop" if done else "length")
-            for ids, lps, done in zip(tokens, logprobs, finished, strict=True)
+            for ids, lps, done in zip(tokens, logprobs, stopped, strict=True)
         ]
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
@@ -343,6 +447,7 @@ class VLLMEngine:
         self._sampling_params = sampling_params
         self.policy_version = 0
         self._lock = threading.Lock()
+        self._batcher = RequestBatcher(self._run_batch, self._lock, max_rows=1024)
 
     def sampling_params(
         self,
@@ -378,18 +483,22 @@ class VLLMEngine:
         _check_request(prompts, max_tokens, temperature)
         if not prompts:
             return []
-        requests = [{"prompt_token_ids": list(prompt)} for prompt in prompts]  # TokensPrompt
+        return self._batcher.submit(_rows(prompts, max_tokens, seed), temperature, stop_token_ids)
+
+    def _run_batch(
+        self, rows: list[Row], temperature: float, stop: tuple[int, ...]
+    ) -> list[Generation]:
+        requests = [{"prompt_token_ids": row.prompt} for row in rows]  # TokensPrompt
         params = [
             self.sampling_params(
-                max_tokens=max_tokens,
+                max_tokens=row.max_tokens,
                 temperature=temperature,
-                stop_token_ids=stop_token_ids,
-                seed=None if seed is None else seed + index,
+                stop_token_ids=stop,
+                seed=row.seed,
             )
-            for index in range(len(prompts))
+            for row in rows
         ]
-        with self._lock:
-            outputs = self.llm.generate(requests, params, use_tqdm=False)
+        outputs = self.llm.generate(requests, params, use_tqdm=False)
         return [_generation_from_output(output) for output in outputs]
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:

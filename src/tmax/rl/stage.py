@@ -97,11 +97,12 @@ def sft_warmup(
     rl: Mapping[str, Any],
     heldout_fraction: float,
     seed: int,
+    threads: int = 1,
 ) -> list[dict[str, float]]:
-    """SFT on the reference solutions of the training tasks."""
+    """SFT on the reference solutions of the training tasks (``threads``: torch's)."""
     from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     sft = rl["sft"]
     rows = choose_training_tasks(
         clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
@@ -158,14 +159,17 @@ def rl_train(
     seed: int,
     backend: str,
     workers: int,
+    threads: int = 1,
 ) -> dict[str, Any]:
-    """DPPO from ``model_dir`` on the training tasks; resumes from ``run_dir``."""
+    """DPPO from ``model_dir`` on the training tasks; resumes from ``run_dir``.
+    ``threads`` is torch's, shared by generation and the optimizer step; the sandboxes'
+    commands and verifiers run in other processes."""
     from tmax.rl.engine import TransformersEngine
     from tmax.rl.environments import TaskEnvironment
     from tmax.rl.learner import LocalLearner
     from tmax.rl.trainer import RLSettings, Trainer, write_run_summary
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     rows = choose_training_tasks(
         clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
     )

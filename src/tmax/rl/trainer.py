@@ -16,6 +16,14 @@ transformers on CPU, vLLM on GPUs) and the Learner (tmax.rl.learner: one process
 DeepSpeed ZeRO-3 across ranks). Checkpoints (every ``checkpoint_every`` steps and on
 SIGTERM) hold the model, optimizer, RNG states, the data position and the generated
 groups not yet trained on, so a resumed run continues where it stopped.
+
+With several ranks (torch.distributed initialised, e.g. by the DeepSpeed learner), every
+rank runs ``Trainer.train``; rank 0 alone holds the environment and the engine, draws
+and filters the groups, computes advantages and hands each rank its share of episodes
+(tmax.rl.collective). The loss is normalised by the token count of all ranks, weights
+are gathered for the engine on all ranks and pushed by rank 0, checkpoints are written
+by all ranks into one folder, and a SIGTERM on any rank stops all of them after a
+checkpoint.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Any, Protocol
 import torch
 
 from tmax.io import write_json
+from tmax.rl import collective
 from tmax.rl.engine import Engine
 from tmax.rl.learner import Learner
 from tmax.rl.loss import (
@@ -210,12 +219,16 @@ class GroupProducer:
 class Trainer:
     def __init__(
         self,
-        env: Environment,
-        engine: Engine,
+        env: Environment | None,
+        engine: Engine | None,
         learner: Learner,
         settings: RLSettings,
         run_dir: Path,
     ) -> None:
+        """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks)."""
+        self.rank, self.world_size = collective.rank_and_size()
+        if self.is_main and (env is None or engine is None):
+            raise ValueError("rank 0 needs the environment and the engine")
         self.env, self.engine, self.learner, self.settings = env, engine, learner, settings
         self.run_dir = run_dir
         self.checkpoints = run_dir / "checkpoints"
@@ -224,6 +237,10 @@ class Trainer:
         self.stop_requested = False
         self.engine_lock = threading.Lock()
         self._tensorboard: Any = None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -234,33 +251,49 @@ class Trainer:
         previous = signal.getsignal(signal.SIGTERM)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
-        producer = GroupProducer(self.env, self.engine, self.settings, self.state,
-                                 self.engine_lock)  # fmt: skip
-        producer.start()
+        producer = None
+        if self.is_main:
+            assert self.env is not None and self.engine is not None
+            producer = GroupProducer(self.env, self.engine, self.settings, self.state,
+                                     self.engine_lock)  # fmt: skip
+            producer.start()
         try:
-            while self.state.step < self.settings.steps and not self.stop_requested:
+            stop = collective.any_rank(self.stop_requested)
+            while self.state.step < self.settings.steps and not stop:
                 metrics = self.step(producer)
-                self.log_metrics(metrics)
+                if self.is_main:
+                    self.log_metrics(metrics)
+                stop = collective.any_rank(self.stop_requested)
                 due = self.state.step % self.settings.checkpoint_every == 0
-                if due or self.state.step == self.settings.steps or self.stop_requested:
-                    producer.stop()
-                    self.state.data_index = producer.data_index
-                    self.state.pending = producer.pending()
+                if due or self.state.step == self.settings.steps or stop:
+                    if producer is not None:
+                        producer.stop()
+                        self.state.data_index = producer.data_index
+                        self.state.pending = producer.pending()
                     self.save_checkpoint()
-                    producer.start()
+                    if producer is not None:
+                        producer.start()
         finally:
-            producer.stop()
+            if producer is not None:
+                producer.stop()
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, previous)
-        if self.stop_requested:
+        self.stop_requested = stop
+        if stop:
             log.warning("stopped by SIGTERM at step %d; checkpoint saved", self.state.step)
         return self.state
 
-    def step(self, producer: GroupProducer) -> dict[str, Any]:
-        """One optimizer step: collect, filter, advantages, loss, update, sync."""
+    def step(self, producer: GroupProducer | None) -> dict[str, Any]:
+        """One optimizer step: collect, filter, advantages, loss, update, sync. Returns
+        the step's metrics on rank 0 (an empty dict on the other ranks)."""
+        if not self.is_main:
+            return self._follow_step()
+        assert producer is not None and self.engine is not None
         settings = self.settings
         started = time.monotonic()
-        groups, collected, dropped_stale, rounds = [], [], 0, 0
+        groups: list[Group] = []
+        collected: list[Group] = []
+        dropped_stale, rounds = 0, 0
         while len(groups) < settings.prompts_per_step:
             if rounds >= settings.max_sampling_rounds * settings.prompts_per_step:
                 break
@@ -291,6 +324,7 @@ class Trainer:
         def staleness(group: Group) -> int:
             return trained_version - group.policy_version
 
+        collective.broadcast(bool(groups))
         update = self.update(groups, rewards) if groups else {}
         self.state.step += 1
         if groups:
@@ -326,21 +360,44 @@ class Trainer:
             **update,
         }
 
-    def update(self, groups: Sequence[Group], rewards: torch.Tensor) -> dict[str, float]:
+    def _follow_step(self) -> dict[str, Any]:
+        """A step on a rank other than 0: train on the share rank 0 sends, if any."""
+        if collective.broadcast(None):
+            self.update(None, None)
+            self.state.policy_version += 1
+            self.learner.full_state_dict()  # a collective: rank 0 pushes the result
+        self.state.step += 1
+        return {}
+
+    def update(
+        self, groups: Sequence[Group] | None, rewards: torch.Tensor | None
+    ) -> dict[str, float]:
         """Advantages, the loss over micro-batches (normalised by the whole batch's
-        response tokens), one optimizer step."""
+        response tokens, all ranks together), one optimizer step. ``groups`` and
+        ``rewards`` are read on rank 0; the other ranks get their episodes from it."""
         settings = self.settings
-        advantages = group_advantages(rewards, normalize_std=settings.advantage == "std")
-        samples = [s for g in groups for s in g.samples]
-        sample_advantages = advantages.flatten().tolist()
-        batches = list(micro_batches(samples, sample_advantages, settings.micro_batch_tokens))
+        shards = None
+        if self.is_main:
+            assert groups is not None and rewards is not None
+            advantages = group_advantages(rewards, normalize_std=settings.advantage == "std")
+            samples = [s for g in groups for s in g.samples]
+            flat = advantages.flatten().tolist()
+            split = collective.balanced_shards([len(s.tokens) for s in samples], self.world_size)
+            shards = [([samples[i] for i in part], [flat[i] for i in part]) for part in split]
+        my_samples, my_advantages = collective.scatter(shards)
+        batches = list(micro_batches(my_samples, my_advantages, settings.micro_batch_tokens))
         total_tokens = global_token_count(b["response_mask"] for b in batches)
+        # Under ZeRO-3 every forward/backward is a collective: all ranks run as many
+        # micro-batches as the busiest one, the others padding with empty ones.
+        rounds = collective.all_max(len(batches))
+        batches += [_empty_batch()] * (rounds - len(batches))
         model = self.learner.model
         model.train()
+        device = next(model.parameters()).device
         sums: dict[str, float] = {}
         maxima: dict[str, float] = {}
-        weights = 0
         for batch in batches:
+            batch = {key: tensor.to(device) for key, tensor in batch.items()}
             logprobs, entropy = sequence_logprobs(
                 model,
                 batch["input_ids"],
@@ -363,20 +420,22 @@ class Trainer:
                 )  # fmt: skip
             self.learner.backward(loss)
             tokens = int(mask.sum())
-            weights += tokens
             stats = dict(stats)
             stats["loss"] = float(loss.detach())
             stats["entropy"] = float((entropy.detach() * mask).sum() / max(1, tokens))
+            sums["tokens"] = sums.get("tokens", 0.0) + tokens
             for key, value in stats.items():
                 if key == "response_tokens":
                     continue
                 if key.endswith("_max"):
-                    maxima[key] = max(maxima.get(key, float("-inf")), float(value))
+                    maxima[key] = max(maxima.get(key, 0.0), float(value))
                 elif key == "loss":
                     sums[key] = sums.get(key, 0.0) + float(value)
                 else:
                     sums[key] = sums.get(key, 0.0) + float(value) * tokens
-        result = {k: (v if k == "loss" else v / max(1, weights)) for k, v in sums.items()}
+        sums, maxima = collective.reduce_stats(sums, maxima)
+        weights = sums.pop("tokens", 0.0)
+        result = {k: (v if k == "loss" else v / max(1.0, weights)) for k, v in sums.items()}
         result.update(maxima)
         result.update(self.learner.step())
         result["response_tokens"] = total_tokens
@@ -392,27 +451,33 @@ class Trainer:
         """Model, optimizer (the learner's), RNG states, data position, queued groups.
 
         Written to a temporary directory, then renamed: a kill mid-save leaves the
-        previous checkpoint intact. Older checkpoints are removed.
+        previous checkpoint intact. Older checkpoints are removed. With several ranks
+        every rank writes its learner shard into the same folder (a shared file system)
+        and rank 0 writes the rest and renames.
         """
         final = self.checkpoints / f"step-{self.state.step:06d}"
         tmp = self.checkpoints / f".tmp-step-{self.state.step:06d}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        if self.is_main:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+        collective.barrier()
         self.learner.save(tmp / "learner")
-        torch.save(
-            {
-                "state": self.state,
-                "torch_rng": torch.get_rng_state(),
-                "python_rng": random.getstate(),
-                "settings": asdict(self.settings),
-            },
-            tmp / "trainer.pt",
-        )
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        for old in sorted(self.checkpoints.glob("step-*"))[:-1]:
-            shutil.rmtree(old, ignore_errors=True)
-        log.info("checkpoint: %s", final)
+        if self.is_main:
+            torch.save(
+                {
+                    "state": self.state,
+                    "torch_rng": torch.get_rng_state(),
+                    "python_rng": random.getstate(),
+                    "settings": asdict(self.settings),
+                },
+                tmp / "trainer.pt",
+            )
+            shutil.rmtree(final, ignore_errors=True)
+            tmp.rename(final)
+            for old in sorted(self.checkpoints.glob("step-*"))[:-1]:
+                shutil.rmtree(old, ignore_errors=True)
+            log.info("checkpoint: %s", final)
+        collective.barrier()
         return final
 
     def latest_checkpoint(self) -> Path | None:
@@ -420,7 +485,8 @@ class Trainer:
         return found[-1] if found else None
 
     def resume(self) -> bool:
-        checkpoint = self.latest_checkpoint()
+        """Load the latest checkpoint (rank 0 picks it; every rank loads its shard)."""
+        checkpoint = collective.broadcast(self.latest_checkpoint() if self.is_main else None)
         if checkpoint is None:
             return False
         self.learner.load(checkpoint / "learner")
@@ -428,8 +494,11 @@ class Trainer:
         self.state = saved["state"]
         torch.set_rng_state(saved["torch_rng"])
         random.setstate(saved["python_rng"])
-        self.engine.update_weights(self.learner.full_state_dict(), self.state.policy_version)
-        log.info("resumed from %s (step %d)", checkpoint, self.state.step)
+        weights = self.learner.full_state_dict()  # a collective under ZeRO-3
+        if self.is_main:
+            assert self.engine is not None
+            self.engine.update_weights(weights, self.state.policy_version)
+            log.info("resumed from %s (step %d)", checkpoint, self.state.step)
         return True
 
     # --- metrics -----------------------------------------------------------------------------
@@ -500,6 +569,12 @@ def _collate(samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str
         "behaviour_logprobs": behaviour[:, 1:],
         "advantages": torch.tensor(advantages, dtype=torch.float32),
     }
+
+
+def _empty_batch() -> dict[str, torch.Tensor]:
+    """A two-token micro-batch with no response token: a forward and backward that
+    contribute nothing (what a rank with fewer episodes runs to keep in step)."""
+    return _collate([Sample("", [0, 0], [0, 0], [0.0, 0.0], 0.0, 0, "", 0, 0, 0)], [0.0])
 
 
 def write_run_summary(run_dir: Path, output: Path) -> dict[str, Any]:

@@ -1,0 +1,133 @@
+"""The RL loop on two CPU ranks (gloo) with the DeepSpeed ZeRO-3 learner: rank 0 draws
+the groups and feeds the other rank its share, and the run trains exactly as one process
+does, checkpoints from both ranks and resumes.
+
+Run by pytest as the parent; each rank is this file run as a script (``--worker``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.rl.ranks import run_ranks
+from tmax.rl.collective import balanced_shards
+from tmax.rl.engine import TransformersEngine
+from tmax.rl.learner import LocalLearner
+from tmax.rl.trainer import RLSettings, Trainer
+
+HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
+WORLD_SIZE = 2
+LR = 1e-2
+EPS = 1e-3
+"""Adam's first steps move each weight by about ±lr whatever the size of its gradient, so
+with the default eps (1e-8) gradient entries near zero turn float noise (the ranks sum in
+another order) into differences of order lr. A large eps keeps the update smooth in the
+gradient, so the two runs can be compared tightly."""
+WORKER_TIMEOUT_S = 300
+
+
+def settings(steps: int) -> RLSettings:
+    # Synchronous (async_steps 0): the groups of a step come from the latest weights in
+    # both runs, so the comparison does not depend on thread timing.
+    return RLSettings(group_size=8, prompts_per_step=4, steps=steps, learning_rate=LR,
+                      async_steps=0, checkpoint_every=2, seed=0)  # fmt: skip
+
+
+def tiny_model() -> torch.nn.Module:
+    from tests.rl.test_trainer import tiny_model as build
+
+    return build(0)
+
+
+def target_env() -> object:
+    from tests.rl.test_trainer import target_env as build
+
+    return build()
+
+
+def run_worker(out: Path) -> None:
+    """One rank: 3 steps (checkpoints at 2 and 3), then a fresh trainer resumes to 4."""
+    torch.set_num_threads(1)
+    import deepspeed.ops
+
+    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # see test_learner.py
+    where = init_distributed()
+    main = where.rank == 0
+
+    def trainer(steps: int) -> Trainer:
+        learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False,
+                                   max_grad_norm=1.0, eps=EPS)  # fmt: skip
+        # Only rank 0 holds an engine and the tasks; it starts from the same weights.
+        engine = TransformersEngine(tiny_model()) if main else None
+        env = target_env() if main else None
+        return Trainer(env, engine, learner, settings(steps), out / "run")  # type: ignore[arg-type]
+
+    first = trainer(3)
+    first.train()
+    second = trainer(4)
+    latest = second.latest_checkpoint()
+    resumed_from = int(latest.name.split("-")[1]) if latest else 0
+    second.train()
+    weights = second.learner.full_state_dict()
+    if main:
+        torch.save(weights, out / "weights.pt")
+    (out / f"rank{where.rank}.json").write_text(
+        json.dumps({"resumed_from": resumed_from, "steps": second.state.step})
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
+def test_two_ranks_train_as_one_process_does(tmp_path: Path) -> None:
+    run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
+
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+    assert [r["resumed_from"] for r in ranks] == [3, 3]  # both ranks resumed the same checkpoint
+    assert [r["steps"] for r in ranks] == [4, 4]
+    checkpoints = sorted((tmp_path / "run" / "checkpoints").glob("step-*"))
+    assert [c.name for c in checkpoints] == ["step-000004"]
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    distributed = [json.loads(line) for line in lines]
+    assert [m["step"] for m in distributed] == [1, 2, 3, 4]  # rank 0 alone logs
+
+    torch.set_num_threads(1)
+    model = tiny_model()
+    reference = Trainer(target_env(), TransformersEngine(model),  # type: ignore[arg-type]
+                        LocalLearner(model, lr=LR, max_grad_norm=1.0, eps=EPS), settings(4),
+                        tmp_path / "local")  # fmt: skip
+    reference.train()
+    local = [
+        json.loads(line) for line in (tmp_path / "local" / "metrics.jsonl").read_text().splitlines()
+    ]
+    for ours, theirs in zip(distributed, local, strict=True):
+        assert ours["reward_mean"] == theirs["reward_mean"]  # the same episodes were drawn
+        assert ours["response_tokens"] == theirs["response_tokens"]  # counted over both ranks
+        assert ours["grad_norm"] == pytest.approx(theirs["grad_norm"], rel=1e-5)
+    weights = torch.load(tmp_path / "weights.pt", weights_only=True)
+    for name, tensor in reference.learner.full_state_dict().items():
+        assert torch.allclose(weights[name], tensor, atol=1e-5), name
+
+
+def test_shards_balance_tokens_and_keep_every_episode() -> None:
+    lengths = [50, 10, 40, 30, 30, 5]
+    shards = balanced_shards(lengths, 2)
+    assert sorted(i for shard in shards for i in shard) == list(range(len(lengths)))
+    loads = [sum(lengths[i] for i in shard) for shard in shards]
+    assert abs(loads[0] - loads[1]) <= max(lengths) and sum(loads) == 165
+    assert balanced_shards([7, 7], 4) == [[0], [1], [], []]  # idle ranks get nothing
+    with pytest.raises(ValueError, match="world_size"):
+        balanced_shards([1], 0)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="one rank of the distributed trainer test")
+    parser.add_argument("--worker", type=Path, required=True, help="output folder")
+    run_worker(parser.parse_args().worker)
