@@ -26,3 +26,18 @@ def test_checkpoints_survive_a_rerun_only_with_the_same_inputs(tmp_path: Path) -
     (model / "model.safetensors").write_bytes(b"weights v2")
     _fresh_run_if_inputs_changed(run, model, ["a", "b", "c"], RLSettings(steps=8))
     assert not checkpoint.exists()  # a new start model (e.g. a redone SFT): a new run
+
+
+def test_more_steps_continue_the_run_and_a_new_recipe_starts_over(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    run = tmp_path / "run"
+    checkpoint = run / "checkpoints" / "step-000004"
+    _fresh_run_if_inputs_changed(run, model, ["a"], RLSettings(steps=8))
+    checkpoint.mkdir(parents=True)
+    longer = RLSettings(steps=16, checkpoint_every=2, groups_in_flight=4, micro_batch_tokens=99)
+    _fresh_run_if_inputs_changed(run, model, ["a"], longer)
+    assert checkpoint.exists()  # what a step computes is unchanged: resume
+    _fresh_run_if_inputs_changed(run, model, ["a"], RLSettings(steps=16, learning_rate=1e-5))
+    assert not checkpoint.exists()  # another learning rate is another run

@@ -19,7 +19,7 @@ from tmax.rl.engine import Engine, TransformersEngine
 from tmax.rl.environments import TargetTokenEnvironment
 from tmax.rl.learner import LocalLearner
 from tmax.rl.rollout import Sample
-from tmax.rl.trainer import Group, RLSettings, Trainer, TrainerState
+from tmax.rl.trainer import Group, RLSettings, Trainer, TrainerState, VersionLock
 
 VOCAB = 16
 
@@ -199,3 +199,61 @@ def test_async_generation_runs_ahead_within_the_bound(tmp_path: Path) -> None:
     metrics = curve(tmp_path)
     assert len(metrics) == 6
     assert all(m["staleness_max"] <= 2 for m in metrics)
+
+
+def test_several_groups_generate_at_once_within_the_bound(tmp_path: Path) -> None:
+    env = target_env()
+    original = env.sample_group
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    def slow_group(*args: object, **kwargs: object) -> list[Sample]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            threading.Event().wait(0.05)  # long enough for the others to start
+            return original(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                running[0] -= 1
+
+    env.sample_group = slow_group  # type: ignore[method-assign]
+    trainer = make_trainer(tmp_path, env, steps=5, async_steps=1, groups_in_flight=3)
+    state = trainer.train()
+    metrics = curve(tmp_path)
+    assert len(metrics) == 5 and state.policy_version == 5
+    assert most[0] == 3
+    assert all(m["staleness_max"] <= 1 for m in metrics)
+
+
+def test_a_weight_update_waits_for_running_groups_and_goes_before_new_ones() -> None:
+    lock = VersionLock()
+    events: list[str] = []
+    reader_in, writer_waiting = threading.Event(), threading.Event()
+
+    def reader(name: str, hold: float) -> None:
+        with lock.shared():
+            events.append(f"{name} in")
+            reader_in.set()
+            threading.Event().wait(hold)
+            events.append(f"{name} out")
+
+    def writer() -> None:
+        writer_waiting.set()
+        with lock.exclusive():
+            events.append("update")
+
+    first = threading.Thread(target=reader, args=("group1", 0.2))
+    first.start()
+    reader_in.wait()
+    update = threading.Thread(target=writer)
+    update.start()
+    writer_waiting.wait()
+    while lock._writers_waiting == 0:  # until the update is queued behind group1
+        threading.Event().wait(0.005)
+    second = threading.Thread(target=reader, args=("group2", 0.0))
+    second.start()
+    for thread in (first, update, second):
+        thread.join()
+    assert events == ["group1 in", "group1 out", "update", "group2 in", "group2 out"]

@@ -124,19 +124,28 @@ def sft_warmup(
     return losses
 
 
+RESUMABLE_SETTINGS = frozenset(
+    {"steps", "checkpoint_every", "micro_batch_tokens", "groups_in_flight"}
+)
+"""RL settings a run may change and still resume from its checkpoints."""
+
+
 def _fresh_run_if_inputs_changed(
     run_dir: Path, model_dir: Path, task_ids: Sequence[str], settings: Any
 ) -> None:
     """Checkpoints resume the same run only: a new start model, task set or recipe
-    (the job reran because an input changed) starts over instead of resuming."""
+    (the job reran because an input changed) starts over instead of resuming. Settings
+    that do not change what a step computes (how many steps, how often to checkpoint,
+    micro-batch size, groups in flight) resume: more steps continue the run."""
     import hashlib
     import json
     from dataclasses import asdict
 
+    recipe = {k: v for k, v in asdict(settings).items() if k not in RESUMABLE_SETTINGS}
     digest = hashlib.sha256()
     for weights in sorted(model_dir.glob("*.safetensors")):
         digest.update(weights.read_bytes())
-    digest.update(json.dumps([list(task_ids), asdict(settings)], sort_keys=True).encode())
+    digest.update(json.dumps([list(task_ids), recipe], sort_keys=True).encode())
     fingerprint = digest.hexdigest()
     marker = run_dir / "inputs.sha256"
     if run_dir.exists() and (not marker.exists() or marker.read_text() != fingerprint):

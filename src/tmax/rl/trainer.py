@@ -37,6 +37,8 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -83,6 +85,9 @@ class RLSettings:
     fp32_lm_head: bool = True
     checkpoint_every: int = 100
     micro_batch_tokens: int = 16384
+    groups_in_flight: int = 1
+    """Groups generated at once (asynchronous mode): their turns share the engine's
+    batches, e.g. 8 × 32 episodes in flight for the paper's 8 prompts × 32 samples."""
     seed: int = 0
 
     @classmethod
@@ -127,9 +132,51 @@ class TrainerState:
     """Generated groups not yet trained on."""
 
 
+class VersionLock:
+    """Groups hold it shared while they generate; a weight update holds it alone, so
+    the weights never change under a group (every sample of a group has one policy
+    version). A waiting update goes before groups that have not started yet."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
 class GroupProducer:
-    """Generates groups in data order, at most ``ahead`` policy versions ahead of the
-    trainer (in a background thread when ``ahead`` > 0; inline otherwise)."""
+    """Generates groups in data order, at most ``async_steps`` policy versions ahead of
+    the trainer: in a background thread, ``groups_in_flight`` at a time, when
+    ``async_steps`` > 0; inline and one at a time otherwise. Groups join the queue as
+    they finish, so with several in flight a short one may overtake a long one."""
 
     def __init__(
         self,
@@ -137,7 +184,7 @@ class GroupProducer:
         engine: Engine,
         settings: RLSettings,
         state: TrainerState,
-        engine_lock: threading.Lock,
+        engine_lock: VersionLock,
     ) -> None:
         self.env, self.engine, self.settings = env, engine, settings
         self.tasks = list(env.tasks())
@@ -158,19 +205,25 @@ class GroupProducer:
         random.Random(self.settings.seed * 1_000_003 + epoch).shuffle(order)
         return order[offset]
 
-    def produce_one(self) -> Group:
+    def claim(self) -> tuple[int, str]:
+        """The next data position and its task (the caller generates it)."""
         index = self.data_index
         self.data_index += 1
-        task = self.task_at(index)
+        return index, self.task_at(index)
+
+    def generate(self, index: int, task: str) -> Group:
         # The engine's weights do not change while a group is generated: the trainer
-        # pushes new weights between groups (the lock), and every sample is tagged.
-        with self.engine_lock:
+        # pushes new weights only when no group holds the lock, and every sample is tagged.
+        with self.engine_lock.shared():
             version = self.engine.policy_version
             samples = self.env.sample_group(
                 task, self.engine, self.settings.group_size,
                 seed=self.settings.seed * 7919 + index,
             )  # fmt: skip
         return Group(task, samples, version, index)
+
+    def produce_one(self) -> Group:
+        return self.generate(*self.claim())
 
     def start(self) -> None:
         if self.settings.async_steps > 0 and self._thread is None:
@@ -179,14 +232,25 @@ class GroupProducer:
             self._thread.start()
 
     def _run(self) -> None:
-        per_step = self.settings.prompts_per_step
-        while not self._stop.is_set():
-            # Run ahead by at most async_steps steps' worth of groups.
-            limit = (self.settings.async_steps + 1) * per_step
-            if self.ready.qsize() >= limit:
-                time.sleep(0.01)
-                continue
-            self.ready.put(self.produce_one())
+        settings = self.settings
+        # Run ahead by at most async_steps steps' worth of groups, queued or in flight.
+        limit = (settings.async_steps + 1) * settings.prompts_per_step
+        parallel = max(1, settings.groups_in_flight)
+        in_flight: set[Future[Group]] = set()
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="rl-group") as pool:
+            try:
+                while not self._stop.is_set():
+                    for future in [f for f in in_flight if f.done()]:
+                        in_flight.discard(future)
+                        self.ready.put(future.result())
+                    if len(in_flight) < parallel and self.ready.qsize() + len(in_flight) < limit:
+                        in_flight.add(pool.submit(self.generate, *self.claim()))
+                    else:
+                        time.sleep(0.01)
+            finally:
+                # Claimed groups are finished, so the data position stays exact.
+                for future in in_flight:
+                    self.ready.put(future.result())
 
     def stop(self) -> None:
         """Stop the background generator (the groups it finished stay queued)."""
@@ -235,7 +299,7 @@ class Trainer:
         self.metrics_path = run_dir / "metrics.jsonl"
         self.state = TrainerState()
         self.stop_requested = False
-        self.engine_lock = threading.Lock()
+        self.engine_lock = VersionLock()
         self._tensorboard: Any = None
 
     @property
@@ -330,7 +394,7 @@ class Trainer:
         if groups:
             self.state.policy_version += 1
             weights = self.learner.full_state_dict()
-            with self.engine_lock:
+            with self.engine_lock.exclusive():
                 self.engine.update_weights(weights, self.state.policy_version)
         all_rewards = [r for g in collected for r in g.rewards]
         samples = [s for g in groups for s in g.samples]
