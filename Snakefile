@@ -8,6 +8,9 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+report: "rules/report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/sample.smk"
 include: "rules/images.smk"
@@ -16,6 +19,7 @@ include: "rules/validate.smk"
 include: "rules/decontaminate.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
+include: "rules/report.smk"
 
 
 rule all:

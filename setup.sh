@@ -2,7 +2,7 @@
 # Set up everything tmax-repro needs on a fresh Debian/Ubuntu machine, then
 # optionally run the workflow or the tests:
 #
-#   ./setup.sh run     set up, then run the workflow on the embedded default
+#   ./setup.sh run     set up, run the workflow on the embedded default, then the report
 #   ./setup.sh test    set up, then run the test suite
 #   ./setup.sh         set up only
 #
@@ -91,6 +91,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing tmax and its pinned dependencies (a minute or two the first time)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[workflow,dev,model]"
+  # DeepSpeed (ZeRO-3 training; its tests run 2 CPU ranks over gloo). Its source
+  # package imports torch while building, so it is built against the venv's torch
+  # without build isolation, with no compiled ops. The pin is the gpu extra's.
+  deepspeed="$(grep -o 'deepspeed==[0-9.]*' pyproject.toml)"
+  say "installing $deepspeed (CPU build)"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check setuptools wheel
+  DS_BUILD_OPS=0 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-build-isolation "$deepspeed"
   echo "$want" >"$stamp"
 else
   say "virtual environment up to date ($VENV)"
@@ -106,6 +114,14 @@ case "$ACTION" in
   run)
     say "running the workflow on the embedded default (config.yaml)"
     snakemake --cores "${TMAX_CORES:-all}" "$@"
+    case " $* " in
+      *" -n "*|*" --dry-run "*) ;;
+      *)
+        snakemake --cores 1 "$@" --report results/report.html
+        say "tables: $ROOT/results/report/tables.md (Markdown, CSV and LaTeX in results/report/tables/)"
+        say "figures: $ROOT/results/report/figures/; report: $ROOT/results/report.html"
+        ;;
+    esac
     say "outputs are under $ROOT/results/"
     ;;
   test)

@@ -8,7 +8,11 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from tmax.config import ConfigError, validate_config  # noqa: E402
-from tmax.generate.fingerprint import generator_fingerprint  # noqa: E402
+from tmax.generate.fingerprint import (  # noqa: E402
+    generation_params,
+    generator_fingerprint,
+    validator_fingerprint,
+)
 from tmax.sandbox import images  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
@@ -88,6 +92,8 @@ def final_outputs():
         "results/decontam/removed.json",
         "results/eval/summary.json",
         "results/eval/summary.md",
+        "results/report/tables.md",
+        "results/report/provenance.json",
     ]
 
 
@@ -208,3 +214,38 @@ def eval_metric_files():
         for benchmark in EVALUATION["benchmarks"]
         for harness in EVALUATION["harnesses"]
     ]
+
+
+# --- tables, figures, report --------------------------------------------------------
+
+REPORT = config["report"]
+
+
+def report_reference_model():
+    """``report.reference_model``, checked against the configured models."""
+    name = REPORT["reference_model"]
+    if name is not None and name not in MODELS:
+        raise WorkflowError(
+            f"report.reference_model is {name!r}; allowed: one of {sorted(MODELS)} or null"
+        )
+    return name
+
+
+def report_run_files():
+    """Every evaluation run: the tables recompute pass@1 from their trials, scoring
+    infrastructure errors as failures as the paper does."""
+    return [
+        f"results/eval/{model}/{benchmark}/{harness}/run{run}.json"
+        for model in EVAL_MODELS
+        for benchmark in EVALUATION["benchmarks"]
+        for harness in EVALUATION["harnesses"]
+        for run in range(EVALUATION["runs"])
+    ]
+
+
+def report_trained_models():
+    """Models with an RL curve to plot: those trained because a TMAX variant is
+    evaluated (asking for a curve must not start a training nobody asked for)."""
+    if "tmax" not in EVALUATION["variants"]:
+        return []
+    return [name for name, model in MODELS.items() if model.get("train", True)]

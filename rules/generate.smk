@@ -16,5 +16,6 @@ rule generate_tasks:
         seed=config["seed"],
         backend=config["generation"]["backend"],
         generator=generator_fingerprint(),
+        llm=generation_params(config),
     script:
         "../scripts/generate_tasks.py"

@@ -11,5 +11,9 @@ from tmax.logs import setup_logging
 
 setup_logging(snakemake.log[0])
 generate_for_backend(
-    snakemake.params.backend, snakemake.input.specs, snakemake.output[0], snakemake.params.seed
+    snakemake.params.backend,
+    snakemake.input.specs,
+    snakemake.output[0],
+    snakemake.params.seed,
+    config=snakemake.config,
 )

@@ -10,4 +10,9 @@ from tmax.generate.stage import validate_shard
 from tmax.logs import setup_logging
 
 setup_logging(snakemake.log[0])
-validate_shard(snakemake.input.tasks, snakemake.params.backend, snakemake.output[0])
+validate_shard(
+    snakemake.input.tasks,
+    snakemake.params.backend,
+    snakemake.output[0],
+    workers=snakemake.params.workers,
+)

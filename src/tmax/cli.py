@@ -11,6 +11,7 @@ Examples::
     tmax eval run tests/fixtures/tasks/* --harness tmax --base-url http://127.0.0.1:8000/v1 \
         --model my-model --runs 3 --jobs-dir jobs/
     tmax eval metrics jobs/2026-01-05__12-00-00 --json metrics.json
+    tmax report tables --jobs jobs/2026-01-05__12-00-00 --out tables/
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tmax import __version__
@@ -148,6 +150,26 @@ def _eval_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_tables(args: argparse.Namespace) -> int:
+    """The paper's tables from Harbor job folders (released runs re-tabulated)."""
+    from tmax.report.ingest import records_from_jobs
+    from tmax.report.stage import write_report_tables
+
+    records = records_from_jobs(args.jobs, strict=not args.skip_bad)
+    if args.benchmark:
+        records = [r if r.benchmark else replace(r, benchmark=args.benchmark) for r in records]
+    combined = args.out / "tables.md"
+    write_report_tables(
+        records,
+        args.out,
+        formats=args.formats,
+        combined=combined,
+        reference=args.reference_model,
+    )
+    print(f"tables: {args.out}/ (all in {combined})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tmax", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"tmax {__version__}")
@@ -220,6 +242,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip-bad", action="store_true", help="skip unreadable trials (logged) instead of failing"
     )
     metrics.set_defaults(func=_eval_metrics)  # fmt: skip
+
+    report = stages.add_parser("report", help="the paper's tables from evaluation results")
+    report_sub = report.add_subparsers(dest="action", required=True)
+    tables = report_sub.add_parser("tables", help="tabulate Harbor job folders")
+    tables.add_argument("--jobs", nargs="+", type=Path, required=True, help="Harbor job folders")
+    tables.add_argument("--out", type=Path, required=True, help="folder for the tables")
+    tables.add_argument("--formats", nargs="+", default=["md", "csv", "tex"],
+                        choices=["md", "csv", "tex"])  # fmt: skip
+    tables.add_argument("--reference-model", help="model of the single-model tables")
+    tables.add_argument("--benchmark", help="label to use when the jobs do not name one")
+    tables.add_argument(
+        "--skip-bad", action="store_true", help="skip unreadable trials (logged) instead of failing"
+    )
+    tables.set_defaults(func=_report_tables)
     return parser
 
 

@@ -46,13 +46,16 @@ def test_tests_that_accept_a_noop_are_quarantined(tmp_path: Path) -> None:
     assert not check.ok and check.reason.startswith("no-op scored 1")
 
 
-def test_shard_report_lists_every_task(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_shard_report_lists_every_task(tmp_path: Path, workers: int) -> None:
+    """The same verdicts, in task order, whether sandboxes run one or several at a time."""
     shard = tmp_path / "shard"
     fixture("count-error-lines", shard, "good")
     broken = fixture("count-error-lines", shard, "broken")
     (broken / "task.toml").write_text("[environment\n")
     no_solution = fixture("no-solution-prebuilt", shard, "unsolved")
-    summary = validate_shard(shard, "bwrap", tmp_path / "out.json")
+    summary = validate_shard(shard, "bwrap", tmp_path / "out.json", workers=workers)
+    assert [c["task"] for c in summary["checks"]] == ["broken", "good", no_solution.name]
     reasons = {c["task"]: c["reason"] for c in summary["checks"]}
     assert reasons["good"] is None
     assert reasons["broken"].startswith("malformed task")

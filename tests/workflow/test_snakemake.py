@@ -140,6 +140,9 @@ FIRST_RUN = {
     "evaluate": 1,
     "eval_metrics": 1,
     "eval_summary": 1,
+    "report_tables": 1,
+    "report_figures": 1,
+    "report_provenance": 1,
     "all": 1,
 }
 EVALUATION_JOBS = {
@@ -151,9 +154,12 @@ EVALUATION_JOBS = {
     "evaluate": 1,
     "eval_metrics": 1,
     "eval_summary": 1,
+    "report_tables": 1,
+    "report_figures": 1,
+    "report_provenance": 1,
 }
-"""What new or changed tasks rerun downstream: the check, training, the held-out set
-and the evaluation."""
+"""What new or changed tasks rerun downstream: the check, training, the held-out set,
+the evaluation and the report."""
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +273,8 @@ def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
     first = {r.task_name: json.loads((r.path / "result.json").read_text())["id"] for r in records}
     run_file.unlink()
     assert planned_jobs(workflow, "--forcerun", "evaluate") == {
-        "evaluate": 1, "eval_metrics": 1, "eval_summary": 1, "all": 1
+        "evaluate": 1, "eval_metrics": 1, "eval_summary": 1, "report_tables": 1,
+        "report_provenance": 1, "all": 1,
     }  # fmt: skip
     snakemake(workflow, "--forcerun", "evaluate")
     again = read_job(workflow / json.loads(run_file.read_text())["trials_dir"])
@@ -277,6 +284,17 @@ def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
         "already finished: resuming"
         in (workflow / "results/logs/eval/tiny-qwen3-tmax/heldout/tmax/run0.log").read_text()
     )
+
+
+def test_run_ends_with_the_tables_figures_and_provenance(workflow: Path) -> None:
+    report = workflow / "results/report"
+    tables = (report / "tables.md").read_text()
+    assert "| TMAX | not run | not run | " in tables  # paper cells this run did not make
+    assert "tiny-qwen3-tmax · heldout · tmax" in tables
+    assert (report / "tables/cross_size_vs_paper.tex").exists()
+    assert (report / "figures/training_curves.pdf").stat().st_size > 0
+    provenance = json.loads((report / "provenance.json").read_text())
+    assert "results/rl/tiny-qwen3/curve.json" in provenance["inputs"]
 
 
 def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:

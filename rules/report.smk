@@ -1,0 +1,103 @@
+# Stage 7 (paper §5): the paper's tables and figures rebuilt from this run's outputs,
+# the published numbers beside them, and the provenance of each. Tables recompute
+# pass@1 from the trials themselves (infrastructure errors score 0, as in the paper).
+
+from tmax.config import config_hash  # noqa: E402
+from tmax.report.stage import figure_files, table_files  # noqa: E402
+from tmax.report.tables import packaged_paper_values_path  # noqa: E402
+
+REPORT_TABLES = table_files("results/report/tables", REPORT["formats"])
+REPORT_FIGURES = figure_files("results/report/figures", "png")
+REPORT_FIGURES_PDF = figure_files("results/report/figures", "pdf")
+
+
+rule report_tables:
+    input:
+        runs=report_run_files(),
+        tasks="results/tasks/report.json",
+        decontam="results/decontam/report.json",
+        removed="results/decontam/removed.json",
+        paper=str(packaged_paper_values_path()),
+    output:
+        [
+            (
+                report(
+                    path,
+                    caption="report/tables.rst",
+                    category="Tables",
+                    labels={"table": Path(path).stem},
+                )
+                if path.endswith(".csv")
+                else path
+            )
+            for path in REPORT_TABLES
+        ],
+        combined="results/report/tables.md",
+    log:
+        "results/logs/report/tables.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        formats=REPORT["formats"],
+        reference_model=report_reference_model(),
+    script:
+        "../scripts/report_tables.py"
+
+
+rule report_figures:
+    input:
+        curves=expand("results/rl/{model}/curve.json", model=report_trained_models()),
+        tasks="results/tasks/report.json",
+        decontam="results/decontam/report.json",
+    output:
+        [
+            report(
+                path,
+                caption="report/figures.rst",
+                category="Figures",
+                labels={"figure": Path(path).stem},
+            )
+            for path in REPORT_FIGURES
+        ],
+        REPORT_FIGURES_PDF,
+    log:
+        "results/logs/report/figures.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        models=report_trained_models(),
+        rl={name: rl_config(name) for name in report_trained_models()},
+    script:
+        "../scripts/report_figures.py"
+
+
+rule report_provenance:
+    input:
+        results=REPORT_TABLES + REPORT_FIGURES + REPORT_FIGURES_PDF,
+        inputs=rules.report_tables.input.runs
+        + rules.report_figures.input.curves
+        + [
+            "results/tasks/report.json",
+            "results/decontam/report.json",
+            "results/decontam/removed.json",
+            str(packaged_paper_values_path()),
+        ],
+    output:
+        json=report(
+            "results/report/provenance.json",
+            caption="report/provenance.rst",
+            category="Provenance",
+        ),
+        config=report(
+            "results/report/config.yaml",
+            caption="report/config.rst",
+            category="Provenance",
+        ),
+    log:
+        "results/logs/report/provenance.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        config_hash=config_hash(config),
+    script:
+        "../scripts/report_provenance.py"

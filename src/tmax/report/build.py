@@ -1,0 +1,406 @@
+"""The paper's tables, filled from what this run measured.
+
+Each builder lays the paper's rows and columns out first (from ``paper_values.yaml``)
+and adds whatever this run produced beyond them, so at paper scale the grids line up
+cell by cell and at embedded scale the tiny model's rows sit beside the paper's, each
+paper-only cell marked "not run". How measurements map onto the paper's tables:
+
+- cross-size: rows = base models, columns = benchmark/variant, the primary harness
+  (``tmax`` when evaluated), SWE-bench Verified and AIME left to cross-task;
+- cross-harness: the reference model, rows = harness, columns = benchmark/variant;
+- cross-task: the reference model, rows = SWE-bench Verified / AIME, columns = variant;
+- dataset ablation: the reference model before RL ("none": the base model, or the SFT
+  warm-up when the base model is not evaluated) and after ("tmax-15k"); this workflow
+  trains on its own generated tasks only, so the other datasets are "not run";
+- dataset comparison: this run's generated tasks as the ``tmax-15k`` row (size,
+  exp(H)/N, difficulty by the reference model on held-out tasks, 13-gram overlap);
+- contamination: the decontamination report, dataset × benchmark × n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from tmax.report.ingest import VARIANTS, Measurement
+from tmax.report.tables import NOT_RUN, Cell, PaperValues, Table, missing, ordered_union
+
+#: Benchmarks that are not terminal tasks: the cross-task table, not cross-size.
+CROSS_TASK_BENCHMARKS = ("swe-bench-verified", "aime")
+PRIMARY_HARNESS = "tmax"
+GENERATED_DATASET = "tmax-15k"
+"""Our generated task set is the row the paper calls TMAX-15K."""
+GENERATED_LABEL = "TMAX tasks generated here"
+
+
+def pass1_cell(measurement: Measurement) -> Cell:
+    """pass@1 mean ± std over runs, infrastructure errors counted as failures."""
+    return Cell(
+        value=measurement.pass_at_1,
+        std=measurement.pass_at_1_std,
+        n_tasks=measurement.n_tasks,
+        n_runs=measurement.n_runs,
+        n_infra=measurement.n_infra,
+        sources=measurement.sources,
+    )
+
+
+def primary_harness(measurements: Sequence[Measurement]) -> str:
+    """``tmax`` (the paper's own harness) when evaluated, else the most used one."""
+    harnesses = [m.harness for m in measurements]
+    if not harnesses or PRIMARY_HARNESS in harnesses:
+        return PRIMARY_HARNESS
+    return max(sorted(set(harnesses)), key=harnesses.count)
+
+
+def reference_model(measurements: Sequence[Measurement], configured: str | None) -> str | None:
+    """The model of the single-model tables: the configured one, else the first seen."""
+    if configured:
+        return configured
+    return measurements[0].model if measurements else None
+
+
+def _grid(
+    name: str,
+    title: str,
+    corner: str,
+    measurements: Iterable[Measurement],
+    row_of: Callable[[Measurement], str],
+    column_of: Callable[[Measurement], str],
+    paper: PaperValues,
+    notes: list[str],
+) -> Table:
+    cells: dict[tuple[str, str], Cell] = {}
+    for m in measurements:
+        cells[(row_of(m), column_of(m))] = pass1_cell(m)
+    rows = ordered_union(paper.rows(name), sorted({r for r, _ in cells}))
+    columns = ordered_union(paper.columns(name), sorted({c for _, c in cells}, key=_column_key))
+    return Table(name, title, corner, rows, columns, cells, dict(paper.labels), notes)
+
+
+def _column_key(column: str) -> tuple[str, int]:
+    """benchmark/variant columns: by benchmark, then base < sft < tmax."""
+    benchmark, _, variant = column.partition("/")
+    order = VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS)
+    return (benchmark, order)
+
+
+PASS1_NOTE = (
+    "pass@1 in %, mean ± sample std over runs; n = tasks × runs; trials that ended in "
+    "an infrastructure error score 0 and are counted as 'infra'."
+)
+
+
+def cross_size(measurements: Sequence[Measurement], paper: PaperValues) -> Table:
+    harness = primary_harness(measurements)
+    chosen = [
+        m for m in measurements if m.harness == harness and m.benchmark not in CROSS_TASK_BENCHMARKS
+    ]
+    return _grid(
+        "cross_size",
+        "Cross-size: base vs trained per model size",
+        "model",
+        chosen,
+        lambda m: m.model,
+        lambda m: f"{m.benchmark}/{m.variant}",
+        paper,
+        [PASS1_NOTE, f"harness: {harness}."],
+    )
+
+
+def cross_harness(
+    measurements: Sequence[Measurement], paper: PaperValues, model: str | None
+) -> Table:
+    chosen = [m for m in measurements if m.model == model]
+    return _grid(
+        "cross_harness",
+        "Cross-harness: base vs trained under each harness",
+        "harness",
+        chosen,
+        lambda m: m.harness,
+        lambda m: f"{m.benchmark}/{m.variant}",
+        paper,
+        [PASS1_NOTE, f"model: {model or 'none evaluated'}."],
+    )
+
+
+def cross_task(measurements: Sequence[Measurement], paper: PaperValues, model: str | None) -> Table:
+    harness = primary_harness(measurements)
+    chosen = [
+        m
+        for m in measurements
+        if m.model == model and m.harness == harness and m.benchmark in CROSS_TASK_BENCHMARKS
+    ]
+    return _grid(
+        "cross_task",
+        "Cross-task: SWE-bench Verified and AIME",
+        "benchmark",
+        chosen,
+        lambda m: m.benchmark,
+        lambda m: m.variant,
+        paper,
+        [PASS1_NOTE, f"model: {model or 'none evaluated'}; harness: {harness}."],
+    )
+
+
+def dataset_ablation(
+    measurements: Sequence[Measurement], paper: PaperValues, model: str | None
+) -> Table:
+    """RL-dataset ablation: our RL data is the generated set, so only "none" (the
+    base model) and "tmax-15k" (after RL) can be filled."""
+    harness = primary_harness(measurements)
+    chosen = [
+        m
+        for m in measurements
+        if m.model == model and m.harness == harness and m.benchmark not in CROSS_TASK_BENCHMARKS
+    ]
+    # "none" is the model RL started from: the base model, or the SFT warm-up when
+    # the base model itself was not evaluated (the embedded default).
+    start = {}
+    for m in sorted(chosen, key=lambda m: VARIANTS.index(m.variant), reverse=True):
+        if m.variant != "tmax":
+            start[m.benchmark] = m
+    chosen = [m for m in chosen if m.variant == "tmax"] + list(start.values())
+    table = _grid(
+        "dataset_ablation",
+        "RL-dataset ablation",
+        "RL data",
+        chosen,
+        lambda m: GENERATED_DATASET if m.variant == "tmax" else "none",
+        lambda m: m.benchmark,
+        paper,
+        [
+            PASS1_NOTE,
+            f"model: {model or 'none evaluated'}; harness: {harness}; 'none' is the model RL "
+            "started from (" + ", ".join(sorted({m.label for m in start.values()})) + "). "
+            "This workflow trains on its own generated tasks only: the other datasets' "
+            "rows are not run.",
+        ],
+    )
+    table.labels[GENERATED_DATASET] = GENERATED_LABEL
+    return table
+
+
+# --- tables from the data-side reports ----------------------------------------------------
+
+
+def _difficulty_measurement(
+    measurements: Sequence[Measurement], model: str | None
+) -> Measurement | None:
+    """The reference model on held-out generated tasks, least trained variant first
+    (the paper measures difficulty with an untrained-on-it model)."""
+    harness = primary_harness(measurements)
+    candidates = [
+        m
+        for m in measurements
+        if m.model == model and m.benchmark == "heldout" and m.harness == harness
+    ]
+    candidates.sort(key=lambda m: VARIANTS.index(m.variant) if m.variant in VARIANTS else 9)
+    return candidates[0] if candidates else None
+
+
+def _thirteen_gram_overlap(decontam: Mapping[str, Any] | None) -> Cell:
+    if decontam is None:
+        return missing(NOT_RUN)
+    rows = [r for r in decontam.get("summary", []) if r["n"] == 13]
+    if not rows:
+        return missing("not checked")
+    worst = max(rows, key=lambda r: r["tasks_flagged_pct"])
+    return Cell(
+        value=worst["tasks_flagged_pct"],
+        n_tasks=worst["tasks"],
+        sources=("decontam/report.json",),
+    )
+
+
+def dataset_comparison(
+    measurements: Sequence[Measurement],
+    paper: PaperValues,
+    model: str | None,
+    tasks_report: Mapping[str, Any] | None,
+    decontam: Mapping[str, Any] | None,
+) -> Table:
+    row = GENERATED_DATASET
+    cells: dict[tuple[str, str], Cell] = {}
+    if tasks_report is not None:
+        size = tasks_report.get("tasks_validated")
+        checked = tasks_report.get("tasks_checked")
+        if decontam is not None and "removed" in decontam:
+            size = decontam["removed"].get("kept", size)
+        if size is not None:
+            cells[(row, "size")] = Cell(value=size, digits=0, sources=("tasks/report.json",))
+        for axis in ("domain", "skill_type"):
+            balance = (tasks_report.get("balance") or {}).get(axis)
+            if balance is not None:
+                cells[(row, f"{axis}_balance")] = Cell(
+                    value=balance, digits=3, n_tasks=checked, sources=("tasks/report.json",)
+                )
+    difficulty = _difficulty_measurement(measurements, model)
+    if difficulty is not None:
+        cells[(row, "pass_at_1")] = pass1_cell(difficulty)
+        if 8 in difficulty.pass_at_k:
+            cells[(row, "pass_at_8")] = Cell(
+                value=difficulty.pass_at_k[8],
+                n_tasks=difficulty.n_tasks,
+                n_runs=difficulty.n_runs,
+                n_infra=difficulty.n_infra,
+                sources=difficulty.sources,
+            )
+        else:
+            cells[(row, "pass_at_8")] = missing(f"needs 8 runs (ran {difficulty.n_runs})")
+    cells[(row, "contamination_13gram")] = _thirteen_gram_overlap(
+        None if decontam is None else decontam.get("report")
+    )
+    columns = ordered_union(
+        ["size", "domain_balance", "skill_type_balance"],
+        paper.columns("dataset_comparison"),
+        ["contamination_13gram"],
+    )
+    labels = dict(paper.labels)
+    labels.update(
+        {GENERATED_DATASET: GENERATED_LABEL},
+        size="tasks",
+        domain_balance="domain exp(H)/N",
+        skill_type_balance="skill-type exp(H)/N",
+        pass_at_1="pass@1 %",
+        pass_at_8="pass@8 %",
+        contamination_13gram="13-gram overlap %",
+    )
+    who = "none evaluated" if difficulty is None else f"{difficulty.label} on held-out tasks"
+    return Table(
+        "dataset_comparison",
+        "Datasets: size, balance, difficulty, contamination",
+        "dataset",
+        ordered_union([row], paper.rows("dataset_comparison")),
+        columns,
+        cells,
+        labels,
+        [
+            f"Row '{GENERATED_LABEL}' stands where the paper has TMAX-15K (after "
+            "decontamination when it ran).",
+            f"Difficulty: {who} (the paper: Gemini-3-Flash on its training tasks).",
+            "13-gram overlap: the largest share of tasks sharing a 13-gram with any "
+            "checked benchmark.",
+        ],
+    )
+
+
+def contamination(decontam: Mapping[str, Any] | None, paper: PaperValues) -> Table:
+    """Share of tasks (%) sharing an n-gram with each benchmark; an unchecked
+    benchmark says why."""
+    row = GENERATED_DATASET
+    cells: dict[tuple[str, str], Cell] = {}
+    columns: list[str] = []
+    if decontam is not None:
+        for summary in decontam.get("summary", []):
+            column = f"{summary['benchmark']}/{summary['n']}"
+            columns.append(column)
+            cells[(row, column)] = Cell(
+                value=summary["tasks_flagged_pct"],
+                n_tasks=summary["tasks"],
+                sources=("decontam/report.json",),
+            )
+        for name, info in sorted(decontam.get("benchmarks", {}).items()):
+            if info.get("status") == "ok":
+                continue
+            for n in decontam.get("ngram_sizes", []):
+                column = f"{name}/{n}"
+                columns.append(column)
+                cells[(row, column)] = missing("not checked (benchmark not loaded)")
+    columns = sorted(set(columns), key=lambda c: (-int(c.rpartition("/")[2]), c))
+    labels = dict(paper.labels)
+    labels[GENERATED_DATASET] = GENERATED_LABEL
+    for column in ordered_union(paper.columns("contamination"), columns):
+        benchmark, _, n = column.partition("/")
+        labels[column] = f"{paper.labels.get(benchmark, benchmark)} {n}-gram"
+    notes = ["Share of tasks (%) with at least one shared word n-gram; n = tasks checked."]
+    if decontam is None:
+        notes.append("The decontamination stage did not run.")
+    return Table(
+        "contamination",
+        "Contamination: dataset × benchmark",
+        "dataset",
+        ordered_union([row], paper.rows("contamination")),
+        ordered_union(paper.columns("contamination"), columns),
+        cells,
+        labels,
+        notes,
+        default=NOT_RUN,
+    )
+
+
+def evaluations(measurements: Sequence[Measurement]) -> Table:
+    """Every setting measured, both ways of scoring infrastructure errors."""
+    cells: dict[tuple[str, str], Cell] = {}
+    rows = []
+    for m in measurements:
+        row = f"{m.label}/{m.benchmark}/{m.harness}"
+        rows.append(row)
+        cells[(row, "pass_at_1")] = pass1_cell(m)
+        if m.pass_at_1_completed is None:
+            cells[(row, "pass_at_1_completed")] = missing("no completed trial")
+        else:
+            cells[(row, "pass_at_1_completed")] = Cell(
+                value=m.pass_at_1_completed,
+                std=m.pass_at_1_completed_std,
+                n_tasks=m.n_tasks,
+                n_runs=m.n_runs,
+                n_infra=m.n_infra,
+                sources=m.sources,
+            )
+    return Table(
+        "evaluations",
+        "Every evaluation: pass@1",
+        "model · benchmark · harness",
+        rows,
+        ["pass_at_1", "pass_at_1_completed"],
+        cells,
+        {
+            "pass_at_1": "pass@1 % (infra = fail)",
+            "pass_at_1_completed": "pass@1 % (infra left out)",
+        },
+        [PASS1_NOTE, "'infra left out' is the per-job metric of `tmax eval metrics`."],
+        default="no trials",
+    )
+
+
+TABLE_NAMES = (
+    "dataset_comparison",
+    "dataset_ablation",
+    "cross_size",
+    "cross_task",
+    "cross_harness",
+    "contamination",
+    "evaluations",
+)
+"""Every table the report writes; each but ``evaluations`` also gets a paper copy
+(``<name>_paper``) and a ``<name>_vs_paper`` view."""
+
+PAPER_TABLES = tuple(name for name in TABLE_NAMES if name != "evaluations")
+
+
+def build_tables(
+    measurements: Sequence[Measurement],
+    paper: PaperValues,
+    *,
+    reference: str | None = None,
+    tasks_report: Mapping[str, Any] | None = None,
+    decontam_report: Mapping[str, Any] | None = None,
+    removed: Mapping[str, Any] | None = None,
+) -> dict[str, Table]:
+    """Every table by name (see :data:`TABLE_NAMES`)."""
+    model = reference_model(measurements, reference)
+    decontam = None
+    if decontam_report is not None:
+        decontam = {"report": decontam_report, "removed": removed or {}}
+    return {
+        "dataset_comparison": dataset_comparison(
+            measurements, paper, model, tasks_report, decontam
+        ),
+        "dataset_ablation": dataset_ablation(measurements, paper, model),
+        "cross_size": cross_size(measurements, paper),
+        "cross_task": cross_task(measurements, paper, model),
+        "cross_harness": cross_harness(measurements, paper, model),
+        "contamination": contamination(decontam_report, paper),
+        "evaluations": evaluations(measurements),
+    }

@@ -1,0 +1,98 @@
+"""The report stage as the workflow (rules/report.smk) and ``tmax report`` run it.
+
+``write_report_tables`` reads trials (this workflow's run files or Harbor job
+folders), builds every table of :mod:`tmax.report.build` and writes, per table,
+``<name>.<format>`` and ``<name>_vs_paper.<format>``, plus one Markdown page with
+them all (``tables.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tmax.evaluate.records import TrialRecord
+from tmax.io import write_text
+from tmax.report.build import PAPER_TABLES, TABLE_NAMES, build_tables
+from tmax.report.ingest import measure
+from tmax.report.tables import FORMATS, compare, load_paper_values, to_markdown, write_table
+
+log = logging.getLogger("tmax.report")
+
+
+FIGURE_NAMES = (
+    "training_curves",
+    "dppo_vs_grpo",
+    "group_size",
+    "domain_distribution",
+    "contamination",
+)
+"""Every figure the report draws, each as ``<name>.png`` and ``<name>.pdf``."""
+
+
+def figure_files(out_dir: str | Path, fmt: str) -> list[str]:
+    return [f"{out_dir}/{name}.{fmt}" for name in FIGURE_NAMES]
+
+
+def table_stems() -> list[str]:
+    """File stems of every table written (reproduced, then the comparison views)."""
+    return list(TABLE_NAMES) + [f"{name}_vs_paper" for name in PAPER_TABLES]
+
+
+def table_files(out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[str]:
+    return [f"{out_dir}/{stem}.{fmt}" for stem in table_stems() for fmt in formats]
+
+
+def _read_json(path: Path | None) -> dict[str, Any] | None:
+    if path is None or not Path(path).is_file():
+        return None
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_report_tables(
+    records: Sequence[TrialRecord],
+    out_dir: Path,
+    *,
+    formats: Sequence[str] = FORMATS,
+    combined: Path | None = None,
+    reference: str | None = None,
+    paper_values: Path | None = None,
+    tasks_report: Path | None = None,
+    decontam_report: Path | None = None,
+    removed: Path | None = None,
+) -> list[Path]:
+    """Write every table and its comparison with the paper; returns the paths.
+
+    The data-side reports are optional: without them their tables say "not run".
+    """
+    paper = load_paper_values(paper_values)
+    measurements = measure(records)
+    tables = build_tables(
+        measurements,
+        paper,
+        reference=reference,
+        tasks_report=_read_json(tasks_report),
+        decontam_report=_read_json(decontam_report),
+        removed=_read_json(removed),
+    )
+    views = list(tables.values()) + [compare(tables[name], paper) for name in PAPER_TABLES]
+    paths: list[Path] = []
+    for table in views:
+        paths += write_table(table, out_dir, formats)
+    if combined is not None:
+        page = ["# The paper's tables, rebuilt", ""]
+        page.append(
+            f"From {len(records)} trial(s) in {len(measurements)} setting(s). Paper values: "
+            f"{paper.source.strip()} Each cell: value (n = tasks × runs, infrastructure "
+            "errors); a cell this run did not produce says so."
+        )
+        page += [""] + [to_markdown(table) for table in views]
+        write_text(combined, "\n".join(page))
+        paths.append(Path(combined))
+    log.info(
+        "%d table(s) from %d measurement(s) written to %s", len(views), len(measurements), out_dir
+    )
+    return paths

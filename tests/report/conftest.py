@@ -1,0 +1,167 @@
+"""Trial directories written by hand, with outcomes chosen so every table value can
+be worked out on paper (see ``SCENARIO``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: (model label, benchmark, harness) -> task -> one outcome per run:
+#: 1 / 0 = reward, None = no reward (the agent ran out of budget), "infra" = an
+#: infrastructure error.
+#:
+#: qwen3.5-9b on tb-lite under tmax, runs 0 and 1:
+#:   run 0: a=1, b=0, c=infra -> 1/3 with infra scored 0 (1/2 with it left out)
+#:   run 1: a=1, b=None, c=1  -> 2/3
+#:   pass@1 = mean(1/3, 2/3) = 50.0, sample std = (1/3)/√2 = 23.57 -> "50.0 ± 23.6"
+#:   infra left out: mean(1/2, 2/3) = 58.33, std = (1/6)/√2 = 11.79 -> "58.3 ± 11.8"
+#: qwen3.5-9b-tmax on tb-lite under tmax:
+#:   run 0: 1, 1, 0 -> 2/3; run 1: 1, 1, 1 -> 1; 83.3 ± 23.6, no infra
+SCENARIO: dict[tuple[str, str, str], dict[str, list[Any]]] = {
+    ("qwen3.5-9b", "tb-lite", "tmax"): {"a": [1, 1], "b": [0, None], "c": ["infra", 1]},
+    ("qwen3.5-9b-tmax", "tb-lite", "tmax"): {"a": [1, 1], "b": [1, 1], "c": [0, 1]},
+}
+
+
+def write_trial(
+    trial_dir: Path,
+    *,
+    task: str,
+    run: int,
+    outcome: Any,
+    model: str,
+    benchmark: str,
+    harness: str,
+) -> None:
+    """One trial directory in our runner's Harbor-compatible layout."""
+    infra = outcome == "infra"
+    reward = None if infra or outcome is None else float(outcome)
+    result = {
+        "task_name": task,
+        "trial_name": trial_dir.name,
+        "agent_info": {"name": harness, "model_info": {"name": model}},
+        "agent_result": {
+            "n_input_tokens": 100,
+            "n_output_tokens": 10,
+            "metadata": {
+                "tmax": {
+                    "model": model,
+                    "benchmark": benchmark,
+                    "harness": harness,
+                    "run": run,
+                    "domain": "debugging",
+                    "exit_status": "sandbox_error" if infra else "submitted",
+                    "failure_kind": "infra" if infra else None,
+                }
+            },
+        },
+        "verifier_result": None if reward is None else {"rewards": {"reward": reward}},
+        "exception_info": {"exception_type": "SandboxStartError"} if infra else None,
+        "started_at": "2026-02-01T08:00:00+00:00",
+        "finished_at": "2026-02-01T08:00:10+00:00",
+    }
+    trial_dir.mkdir(parents=True)
+    (trial_dir / "result.json").write_text(json.dumps(result))
+
+
+def write_scenario(results: Path, scenario=SCENARIO) -> list[Path]:
+    """The workflow's evaluation layout: ``eval/<model>/<benchmark>/<harness>/run<r>.json``
+    naming trials under ``trials-fixture/``; returns the run files."""
+    run_files = []
+    for (model, benchmark, harness), tasks in scenario.items():
+        base = results / "eval" / model / benchmark / harness
+        trials_dir = base / "trials-fixture"
+        n_runs = len(next(iter(tasks.values())))
+        for run in range(n_runs):
+            trials = []
+            for task, outcomes in tasks.items():
+                name = f"{task}__r{run}"
+                write_trial(
+                    trials_dir / name,
+                    task=task,
+                    run=run,
+                    outcome=outcomes[run],
+                    model=model,
+                    benchmark=benchmark,
+                    harness=harness,
+                )
+                trials.append({"trial": name, "task": task})
+            run_file = base / f"run{run}.json"
+            run_file.write_text(json.dumps({"trials_dir": str(trials_dir), "trials": trials}))
+            run_files.append(run_file)
+    return run_files
+
+
+@pytest.fixture
+def run_files(tmp_path: Path) -> list[Path]:
+    return write_scenario(tmp_path / "results")
+
+
+TASKS_REPORT = {
+    "tasks_checked": 40,
+    "tasks_validated": 38,
+    "balance": {"domain": 0.9876, "skill_type": 0.5},
+    "axes": {"domain": {"debugging": 20, "security": 18}},
+}
+DECONTAM_REPORT = {
+    "dataset": "generated",
+    "tasks": 38,
+    "ngram_sizes": [13, 8],
+    "benchmarks": {
+        "tb-lite": {"status": "ok", "n_items": 4},
+        "terminal-bench-2.0": {"status": "skipped", "reason": "offline"},
+    },
+    "summary": [
+        {
+            "benchmark": "tb-lite",
+            "n": 13,
+            "tasks": 38,
+            "tasks_flagged": 0,
+            "tasks_flagged_pct": 0.0,
+            "items": 4,
+            "items_touched": 0,
+            "items_touched_pct": 0.0,
+        },
+        {
+            "benchmark": "tb-lite",
+            "n": 8,
+            "tasks": 38,
+            "tasks_flagged": 1,
+            "tasks_flagged_pct": 100 / 38,
+            "items": 4,
+            "items_touched": 1,
+            "items_touched_pct": 25.0,
+        },
+    ],
+}
+REMOVED = {"kept": 37, "tasks": 38}
+CURVE = {
+    "steps": 3,
+    "curve": [
+        {
+            "step": s,
+            "reward_mean": 0.1 * s,
+            "response_tokens_mean": 100 + s,
+            "tool_calls_mean": 1,
+            "masked_fraction": 0.01,
+            "logp_diff_mean": 0.001,
+        }
+        for s in (1, 2, 3)
+    ],
+}
+
+
+def write_data_reports(results: Path) -> None:
+    """The reports of the task, decontamination and RL stages the report reads."""
+    for rel, data in (
+        ("tasks/report.json", TASKS_REPORT),
+        ("decontam/report.json", DECONTAM_REPORT),
+        ("decontam/removed.json", REMOVED),
+        ("rl/tiny-qwen3/curve.json", CURVE),
+    ):
+        path = results / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))

@@ -1,0 +1,185 @@
+"""Table values from fixture trial directories equal the values worked out by hand
+(tests/report/conftest.py, SCENARIO)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.report.conftest import DECONTAM_REPORT, REMOVED, TASKS_REPORT, write_scenario
+from tmax.cli import main as tmax_main
+from tmax.report.build import build_tables
+from tmax.report.ingest import measure, records_from_jobs, records_from_runs, split_variant
+from tmax.report.stage import table_stems, write_report_tables
+from tmax.report.tables import Table, load_paper_values
+
+HARBOR_JOBS = ROOT / "tests" / "fixtures" / "harbor_jobs"
+
+
+def texts(table: Table) -> dict[tuple[str, str], str]:
+    """Every cell as printed in Markdown and LaTeX (value, ± std, n, infra)."""
+    return {
+        (row, column): table.cell(row, column).text
+        for row in table.rows
+        for column in table.columns
+    }
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("qwen3.5-9b-tmax", ("qwen3.5-9b", "tmax")),
+        ("tiny-qwen3-sft", ("tiny-qwen3", "sft")),
+        ("qwen3.5-9b", ("qwen3.5-9b", "base")),
+        ("tmax-qwen3-8b", ("tmax-qwen3-8b", "base")),
+        ("-tmax", ("-tmax", "base")),
+    ],
+)
+def test_split_variant(label: str, expected: tuple[str, str]) -> None:
+    assert split_variant(label) == expected
+
+
+def test_infrastructure_errors_score_zero_and_are_counted(run_files: list[Path]) -> None:
+    by_variant = {m.variant: m for m in measure(records_from_runs(run_files))}
+    base = by_variant["base"]
+    assert (base.model, base.benchmark, base.harness) == ("qwen3.5-9b", "tb-lite", "tmax")
+    assert base.pass_at_1 == pytest.approx(50.0)
+    assert base.pass_at_1_std == pytest.approx(100 * (1 / 3) / 2**0.5)
+    assert (base.n_tasks, base.n_runs, base.n_trials, base.n_infra) == (3, 2, 6, 1)
+    # the per-job metric leaves the infra trial out instead
+    assert base.pass_at_1_completed == pytest.approx(100 * (1 / 2 + 2 / 3) / 2)
+    trained = by_variant["tmax"]
+    assert trained.pass_at_1 == pytest.approx(100 * (2 / 3 + 1) / 2)
+    assert trained.n_infra == 0
+
+
+def test_tables_from_fixture_trials(run_files: list[Path]) -> None:
+    tables = build_tables(
+        measure(records_from_runs(run_files)),
+        load_paper_values(),
+        tasks_report=TASKS_REPORT,
+        decontam_report=DECONTAM_REPORT,
+        removed=REMOVED,
+    )
+    size = texts(tables["cross_size"])
+    assert size[("qwen3.5-9b", "tb-lite/base")] == "50.0 ± 23.6 (n=3×2, 1 infra)"
+    assert size[("qwen3.5-9b", "tb-lite/tmax")] == "83.3 ± 23.6 (n=3×2)"
+    assert size[("qwen3.5-9b", "terminal-bench-2.0/base")] == "not run"
+    assert size[("qwen3.5-2b", "terminal-bench-2.0/tmax")] == "not run"
+
+    harness = texts(tables["cross_harness"])  # reference model: the first seen
+    assert harness[("tmax", "tb-lite/base")] == "50.0 ± 23.6 (n=3×2, 1 infra)"
+    assert harness[("openhands", "tb-lite/base")] == "not run"
+
+    ablation = texts(tables["dataset_ablation"])
+    assert ablation[("none", "tb-lite")] == "50.0 ± 23.6 (n=3×2, 1 infra)"
+    assert ablation[("tmax-15k", "tb-lite")] == "83.3 ± 23.6 (n=3×2)"
+    assert ablation[("swe-smith", "tb-lite")] == "not run"
+
+    data = texts(tables["dataset_comparison"])
+    assert data[("tmax-15k", "size")] == "37"  # kept after decontamination
+    assert data[("tmax-15k", "domain_balance")] == "0.988 (n=40)"
+    assert data[("tmax-15k", "pass_at_8")] == "not run"  # no held-out evaluation here
+    assert data[("tmax-15k", "contamination_13gram")] == "0.0 (n=38)"
+
+    contamination = texts(tables["contamination"])
+    assert contamination[("tmax-15k", "tb-lite/13")] == "0.0 (n=38)"
+    assert contamination[("tmax-15k", "tb-lite/8")] == "2.6 (n=38)"
+    assert contamination[("tmax-15k", "terminal-bench-2.0/13")].startswith("not checked")
+
+    evaluations = texts(tables["evaluations"])
+    assert evaluations[("qwen3.5-9b/tb-lite/tmax", "pass_at_1_completed")] == (
+        "58.3 ± 11.8 (n=3×2, 1 infra)"
+    )
+
+
+def test_reproduced_vs_paper_files(run_files: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "tables"
+    write_report_tables(
+        records_from_runs(run_files), out, formats=["csv", "md"], combined=tmp_path / "tables.md"
+    )
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{stem}.{fmt}" for stem in table_stems() for fmt in ("csv", "md")
+    )
+    rows = {
+        (r["row"], r["column"]): r["text"]
+        for r in csv.DictReader((out / "cross_size_vs_paper.csv").open())
+    }
+    assert rows[("qwen3.5-9b/tb-lite/base", "paper")] == "41.9"
+    assert rows[("qwen3.5-9b/tb-lite/base", "difference")] == "+8.1"
+    assert rows[("qwen3.5-9b/tb-lite/tmax", "difference")] == "+26.1"
+    assert rows[("qwen3.5-2b/terminal-bench-2.0/base", "reproduced")] == "not run"
+    # without the data-side reports their tables say so rather than showing 0
+    data = {
+        (r["row"], r["column"]): r["text"]
+        for r in csv.DictReader((out / "dataset_comparison.csv").open())
+    }
+    assert data[("tmax-15k", "size")] == "not run"
+    assert "## Cross-size" in (tmp_path / "tables.md").read_text()
+
+
+def test_harbor_job_folders_tabulate_like_our_runs(tmp_path: Path) -> None:
+    """Harbor's own job: hello-world 1 then 0 (agent timeout), fix-permissions an
+    environment error then 1: each run 1/2 with the error scored 0."""
+    records = records_from_jobs([HARBOR_JOBS / "2026-01-05__12-00-00"])
+    (only,) = measure(records)
+    assert (only.model, only.benchmark, only.harness) == ("qwen3-8b", "hello-bench", "terminus-2")
+    assert (only.pass_at_1, only.pass_at_1_std) == (50.0, 0.0)
+    assert (only.n_tasks, only.n_runs, only.n_infra) == (2, 2, 1)
+    assert only.pass_at_1_completed == pytest.approx(75.0)
+
+
+def test_cli_tabulates_job_folders(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "tables"
+    code = tmax_main(
+        [
+            "report",
+            "tables",
+            "--jobs",
+            str(HARBOR_JOBS / "2026-01-05__12-00-00"),
+            str(HARBOR_JOBS / "tmax-run"),
+            "--out",
+            str(out),
+            "--formats",
+            "csv",
+        ]
+    )
+    assert code == 0
+    assert str(out) in capsys.readouterr().out
+    rows = {
+        r["row"]: r["text"]
+        for r in csv.DictReader((out / "evaluations.csv").open())
+        if r["column"] == "pass_at_1"
+    }
+    assert rows == {
+        "qwen3-8b/hello-bench/terminus-2": "50.0 ± 0.0",
+        # fixture README: run 0 = 2/2, run 1 = 1/2, run 2 = 1/2 (infra scored 0)
+        "tmax-qwen3-8b/tmax-heldout/tmax": "66.7 ± 28.9",
+    }
+    assert not (out / "evaluations.md").exists()
+
+
+def test_cli_reports_an_unreadable_job_as_an_error(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "job" / "trial"
+    bad.mkdir(parents=True)
+    (bad / "result.json").write_text("{not json")
+    code = tmax_main(["report", "tables", "--jobs", str(tmp_path / "job"), "--out", str(tmp_path)])
+    assert code == 2
+    assert "is not valid JSON" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.md"))  # nothing half-written
+
+
+def test_a_setting_whose_trials_all_failed_for_infrastructure_reasons(tmp_path: Path) -> None:
+    """Scored 0 for the paper's tables; the per-job view has no completed trial."""
+    scenario = {("m", "tb-lite", "tmax"): {"a": ["infra", "infra"], "b": ["infra", "infra"]}}
+    (only,) = measure(records_from_runs(write_scenario(tmp_path, scenario)))
+    assert (only.pass_at_1, only.pass_at_1_std, only.n_infra) == (0.0, 0.0, 4)
+    assert only.pass_at_1_completed is None
+    table = build_tables([only], load_paper_values())["evaluations"]
+    assert texts(table) == {
+        ("m/tb-lite/tmax", "pass_at_1"): "0.0 ± 0.0 (n=2×2, 4 infra)",
+        ("m/tb-lite/tmax", "pass_at_1_completed"): "no completed trial",
+    }

@@ -1,0 +1,81 @@
+"""Figures come out as real PNG and PDF files, including the ones without data, and
+the provenance record names the commit, config and packages."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from tests.conftest import ROOT
+from tests.report.conftest import CURVE, DECONTAM_REPORT, TASKS_REPORT
+from tmax.config import config_hash
+from tmax.report.figures import write_figures
+from tmax.report.provenance import file_digest, git_state, provenance
+from tmax.report.stage import FIGURE_NAMES
+
+
+def test_every_figure_is_a_non_empty_png_and_pdf(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="tmax.report")
+    paths = write_figures(
+        tmp_path,
+        curves={"tiny-a": CURVE["curve"], "tiny-b": CURVE["curve"][:2]},
+        rl_settings={
+            "tiny-a": {"loss": "dppo", "group_size": 8},
+            "tiny-b": {"loss": "grpo", "group_size": 8},
+        },
+        domain_counts=TASKS_REPORT["axes"]["domain"],
+        decontam_report=DECONTAM_REPORT,
+    )
+    assert sorted(p.name for p in paths) == sorted(
+        f"{name}.{fmt}" for name in FIGURE_NAMES for fmt in ("png", "pdf")
+    )
+    for path in paths:
+        head = path.read_bytes()[:8]
+        assert head.startswith(b"\x89PNG" if path.suffix == ".png" else b"%PDF"), path
+    # one group size only: that figure says why instead of plotting
+    assert "every RL run used group_size = 8" in caplog.text
+    assert "every RL run used loss" not in caplog.text
+
+
+def test_figures_without_any_data_still_come_out(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="tmax.report")
+    paths = write_figures(
+        tmp_path,
+        curves={},
+        rl_settings={},
+        domain_counts=None,
+        decontam_report={"benchmarks": {"tb-lite": {}}, "summary": []},
+    )
+    assert len(paths) == 2 * len(FIGURE_NAMES)
+    assert all(p.stat().st_size > 0 for p in paths)
+    assert "no model was trained with RL" in caplog.text
+    assert "no benchmark was loaded (tb-lite)" in caplog.text
+
+
+def test_provenance_names_commit_config_and_packages(tmp_path: Path, config) -> None:
+    result = tmp_path / "table.csv"
+    result.write_text("a,b\n")
+    record = provenance(config, root=ROOT, results=[result], inputs=[tmp_path / "absent"])
+    assert record["config_hash"] == config_hash(config)
+    assert record["config"]["seed"] == config["seed"]
+    assert record["packages"]["matplotlib"] != "not installed"
+    assert set(record["packages"]) >= {"tmax", "snakemake", "torch"}
+    assert record["results"] == {str(result): file_digest(result)}
+    assert record["inputs"] == {}
+    commit = record["git"]["commit"]
+    assert commit is None or len(commit) == 40
+    json.dumps(record)  # serialisable as written
+
+
+def test_outside_a_git_checkout_provenance_says_so(tmp_path: Path) -> None:
+    state = git_state(tmp_path)
+    assert state["commit"] is None
+    assert "not a git checkout" in state["reason"]
+
+
+def test_directory_digest_changes_with_content(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("1")
+    before = file_digest(tmp_path)
+    (tmp_path / "a.txt").write_text("2")
+    assert file_digest(tmp_path) != before
