@@ -291,8 +291,6 @@ class Trainer:
     ) -> None:
         """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks)."""
         self.rank, self.world_size = collective.rank_and_size()
-        if self.is_main and (env is None or engine is None):
-            raise ValueError("rank 0 needs the environment and the engine")
         self.env, self.engine, self.learner, self.settings = env, engine, learner, settings
         self.run_dir = run_dir
         self.checkpoints = run_dir / "checkpoints"
@@ -310,6 +308,8 @@ class Trainer:
 
     def train(self) -> TrainerState:
         """Train to ``settings.steps``, resuming from the latest checkpoint if any."""
+        if self.is_main and (self.env is None or self.engine is None):
+            raise ValueError("rank 0 needs the environment and the engine to train")
         self.resume()
         torch.manual_seed(self.settings.seed + self.state.step)
         previous = signal.getsignal(signal.SIGTERM)

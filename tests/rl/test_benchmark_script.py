@@ -1,0 +1,35 @@
+"""benchmarks/rl.py still runs against the current trainer and engine (tiny sizes): the
+benchmark is not a test, but a benchmark that crashes measures nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from tmax.models.tiny import ensure_tiny_model
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rl.py"
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("rl_benchmark", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_rl_figure_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script()
+    torch.set_num_threads(1)
+    model_dir = ensure_tiny_model()
+    bench.trainer_vs_cross_entropy(model_dir, repeats=1, length=32)
+    bench.rollouts_vs_generate(model_dir, repeats=1, new_tokens=4)
+    bench.episode_threads(model_dir, repeats=1, new_tokens=4, threads=2)
+    printed = capsys.readouterr().out
+    for figure in ("overhead:", "TransformersEngine :", "merged into batches:"):
+        assert figure in printed
