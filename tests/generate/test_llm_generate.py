@@ -21,7 +21,7 @@ from tests.generate.llm_support import (
 )
 from tmax.generate.llm import generate_llm_specs
 from tmax.generate.llm.check import CheckResult, lint_dockerfile
-from tmax.generate.llm.pipeline import QUARANTINE_DIR
+from tmax.generate.llm.pipeline import QUARANTINE_DIR, Quarantine, _environment_path
 from tmax.generate.procedural import TEST_SH, render_task
 from tmax.generate.stage import _reason_key, generate_for_backend, generation_report
 from tmax.models.client import ModelError
@@ -242,3 +242,12 @@ def test_the_workflow_entry_selects_the_llm_backend(tmp_path: Path, config: dict
     assert written == 2
     summary = json.loads((tmp_path / "out" / "_llm_generation.json").read_text())
     assert summary["model"] == "g" and summary["usage"]["requests"] == 8
+
+
+def test_file_paths_stay_inside_the_environment_and_keep_hidden_names() -> None:
+    assert _environment_path("./app/data.csv") == "app/data.csv"
+    assert _environment_path("./.env") == ".env"
+    assert _environment_path(" .config/tool.ini ") == ".config/tool.ini"
+    for bad in ("/etc/passwd", "../outside", "app/../../x", "Dockerfile", "  "):
+        with pytest.raises(Quarantine, match="bad file path"):
+            _environment_path(bad)

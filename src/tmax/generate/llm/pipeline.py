@@ -86,9 +86,13 @@ class Draft:
 
 
 def _environment_path(path: str) -> str:
-    clean = path.strip().lstrip("./")
+    """A model-given file path inside ``environment/`` (``./`` prefixes dropped; hidden
+    names such as ``.env`` kept as they are)."""
+    clean = path.strip()
+    while clean.startswith("./"):
+        clean = clean[2:]
     parts = Path(clean).parts
-    if not clean or path.strip().startswith("/") or ".." in parts or clean == "Dockerfile":
+    if not clean or clean.startswith("/") or ".." in parts or clean == "Dockerfile":
         raise Quarantine(
             "bad file path", f"file section path {path!r} is not a plain relative path"
         )
