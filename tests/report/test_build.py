@@ -89,6 +89,10 @@ def test_tables_from_fixture_trials(run_files: list[Path]) -> None:
     assert contamination[("tmax-15k", "tb-lite/13")] == "0.0 (n=38)"
     assert contamination[("tmax-15k", "tb-lite/8")] == "2.6 (n=38)"
     assert contamination[("tmax-15k", "terminal-bench-2.0/13")].startswith("not checked")
+    # 13-grams first, then 8-grams; the benchmarks in the same order within each
+    assert tables["contamination"].columns == [
+        "terminal-bench-2.0/13", "tb-lite/13", "terminal-bench-2.0/8", "tb-lite/8",
+    ]  # fmt: skip
 
     evaluations = texts(tables["evaluations"])
     assert evaluations[("qwen3.5-9b/tb-lite/tmax", "pass_at_1_completed")] == (

@@ -285,6 +285,16 @@ def dataset_comparison(
     )
 
 
+def _by_ngram_then_benchmark(columns: Sequence[str]) -> list[str]:
+    """``benchmark/n`` columns: larger n first, benchmarks in their first-seen order
+    within each n (the paper's order, then ours)."""
+    benchmarks = ordered_union([c.partition("/")[0] for c in columns], [])
+    return sorted(
+        columns,
+        key=lambda c: (-int(c.rpartition("/")[2]), benchmarks.index(c.partition("/")[0])),
+    )
+
+
 def contamination(decontam: Mapping[str, Any] | None, paper: PaperValues) -> Table:
     """Share of tasks (%) sharing an n-gram with each benchmark; an unchecked
     benchmark says why."""
@@ -308,9 +318,10 @@ def contamination(decontam: Mapping[str, Any] | None, paper: PaperValues) -> Tab
                 columns.append(column)
                 cells[(row, column)] = missing("not checked (benchmark not loaded)")
     columns = sorted(set(columns), key=lambda c: (-int(c.rpartition("/")[2]), c))
+    columns = _by_ngram_then_benchmark(ordered_union(paper.columns("contamination"), columns))
     labels = dict(paper.labels)
     labels[GENERATED_DATASET] = GENERATED_LABEL
-    for column in ordered_union(paper.columns("contamination"), columns):
+    for column in columns:
         benchmark, _, n = column.partition("/")
         labels[column] = f"{paper.labels.get(benchmark, benchmark)} {n}-gram"
     notes = ["Share of tasks (%) with at least one shared word n-gram; n = tasks checked."]
@@ -321,7 +332,7 @@ def contamination(decontam: Mapping[str, Any] | None, paper: PaperValues) -> Tab
         "Contamination: dataset × benchmark",
         "dataset",
         ordered_union([row], paper.rows("contamination")),
-        ordered_union(paper.columns("contamination"), columns),
+        columns,
         cells,
         labels,
         notes,
