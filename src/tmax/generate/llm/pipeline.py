@@ -26,7 +26,7 @@ from tmax.generate.llm.endpoint import GeneratorClient, UsageTotals
 from tmax.generate.llm.prompts import (
     STAGE_SECTIONS,
     STAGES,
-    _axis_descriptions,
+    command_range,
     feedback_prompt,
     prompt_hashes,
     stage_prompt,
@@ -145,11 +145,9 @@ class SpecRun:
 
 
 def _agent_timeout(spec: TaskSpec) -> float:
-    """A minute per command at the top of the spec's complexity range, at least 10."""
-    commands = (_axis_descriptions()["task_complexity"].get(spec.task_complexity) or {}).get(
-        "commands", [0, 10]
-    )
-    return float(max(600, 60 * int(commands[1])))
+    """A minute per command at the top of the spec's complexity range, at least 10 minutes."""
+    _, most = command_range(spec.task_complexity) or (0, 10)
+    return float(max(600, 60 * most))
 
 
 def _script(body: str) -> str:

@@ -119,13 +119,17 @@ def system_prompt(spec: TaskSpec) -> str:
     return _fill("system.md", domain=spec.domain, domain_description=description)
 
 
+def command_range(task_complexity: str) -> tuple[int, int] | None:
+    """How many commands a task of this complexity takes (the taxonomy's range)."""
+    commands = (_axis_descriptions()["task_complexity"].get(task_complexity) or {}).get("commands")
+    return (int(commands[0]), int(commands[1])) if commands else None
+
+
 def stage_prompt(stage: str, spec: TaskSpec) -> str:
     """The user prompt of one stage for ``spec``."""
     sections = render_section_list(STAGE_SECTIONS[stage])
     if stage == "task":
-        commands = (_axis_descriptions()["task_complexity"].get(spec.task_complexity) or {}).get(
-            "commands", ["?", "?"]
-        )
+        commands = command_range(spec.task_complexity) or ("?", "?")
         return _fill(
             "stage_task.md",
             sections=sections,
