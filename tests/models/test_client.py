@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
@@ -18,6 +14,7 @@ from tmax.models.client import (
     ScriptedModel,
     bash_call,
 )
+from tmax.models.scripted_server import Reply, ScriptedServer, scripted_server, sequence
 
 ANSWER = {
     "id": "chatcmpl-1",
@@ -46,39 +43,13 @@ ANSWER = {
 }
 
 
-class Endpoint:
-    """A loopback HTTP server answering /v1/chat/completions from a list of replies."""
-
-    def __init__(self, replies: list[tuple[int, dict[str, Any]]]) -> None:
-        self.replies = replies
-        self.requests: list[dict[str, Any]] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                endpoint.requests.append(json.loads(self.rfile.read(length)))
-                status, body = endpoint.replies[min(len(endpoint.requests), len(replies)) - 1]
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
 @pytest.fixture
-def endpoint(request: pytest.FixtureRequest) -> Iterator[Endpoint]:
-    server = Endpoint(request.param)
-    yield server
-    server.server.shutdown()
+def endpoint(request: pytest.FixtureRequest) -> Iterator[ScriptedServer]:
+    """A loopback OpenAI-compatible server answering with ``request.param``'s
+    (status, body) pairs in order, the last one repeated."""
+    replies = [Reply(status=status, body=body) for status, body in request.param]
+    with scripted_server(sequence(replies)) as server:
+        yield server
 
 
 FAST = RetryPolicy(attempts=3, initial_sec=0.01, max_sec=0.02)
@@ -86,7 +57,7 @@ OVERLOADED = (503, {"error": {"message": "overloaded"}})
 
 
 @pytest.mark.parametrize("endpoint", [[OVERLOADED, OVERLOADED, (200, ANSWER)]], indirect=True)
-def test_transient_errors_are_retried_then_the_answer_is_read(endpoint: Endpoint) -> None:
+def test_transient_errors_are_retried_then_the_answer_is_read(endpoint: ScriptedServer) -> None:
     model = OpenAIChatModel(endpoint.base_url, "m", retry=FAST)
     tools = [bash_call("x").tool_calls[0].to_message()]
     completion = model.complete(
@@ -103,7 +74,9 @@ def test_transient_errors_are_retried_then_the_answer_is_read(endpoint: Endpoint
 
 
 @pytest.mark.parametrize("endpoint", [[OVERLOADED]], indirect=True)
-def test_an_endpoint_that_keeps_failing_is_an_infrastructure_error(endpoint: Endpoint) -> None:
+def test_an_endpoint_that_keeps_failing_is_an_infrastructure_error(
+    endpoint: ScriptedServer,
+) -> None:
     model = OpenAIChatModel(endpoint.base_url, "m", retry=FAST)
     with pytest.raises(ModelError, match="failed 3 times"):
         model.complete([{"role": "user", "content": "hi"}], max_tokens=8)
@@ -115,7 +88,7 @@ def test_an_endpoint_that_keeps_failing_is_an_infrastructure_error(endpoint: End
     [[(400, {"error": {"message": "This model's maximum context length is 4096 tokens"}})]],
     indirect=True,
 )
-def test_context_overflow_is_the_agents_problem(endpoint: Endpoint) -> None:
+def test_context_overflow_is_the_agents_problem(endpoint: ScriptedServer) -> None:
     model = OpenAIChatModel(endpoint.base_url, "m", retry=FAST)
     with pytest.raises(ContextLengthExceeded):
         model.complete([{"role": "user", "content": "hi"}], max_tokens=8)
@@ -125,7 +98,7 @@ def test_context_overflow_is_the_agents_problem(endpoint: Endpoint) -> None:
 @pytest.mark.parametrize(
     "endpoint", [[(404, {"error": {"message": "no such model"}})]], indirect=True
 )
-def test_other_client_errors_are_not_retried(endpoint: Endpoint) -> None:
+def test_other_client_errors_are_not_retried(endpoint: ScriptedServer) -> None:
     model = OpenAIChatModel(endpoint.base_url, "m", retry=FAST)
     with pytest.raises(ModelError, match="404"):
         model.complete([{"role": "user", "content": "hi"}], max_tokens=8)
