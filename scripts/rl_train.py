@@ -23,5 +23,4 @@ rl_train(
     seed=snakemake.params.seed,
     threads=snakemake.threads,
     backend=snakemake.params.backend,
-    workers=rl["rollout_workers"] or rl["group_size"],
 )

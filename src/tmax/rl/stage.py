@@ -167,7 +167,6 @@ def rl_train(
     heldout_fraction: float,
     seed: int,
     backend: str,
-    workers: int,
     threads: int = 1,
 ) -> dict[str, Any]:
     """DPPO from ``model_dir`` on the training tasks; resumes from ``run_dir``.
@@ -190,7 +189,9 @@ def rl_train(
     engine = TransformersEngine(model_dir, tokenizer)
     learner = LocalLearner(model, lr=rl["learning_rate"])
     env = TaskEnvironment(
-        dirs, tokenizer, harness_settings(rl), backend=backend, workers=workers,
+        dirs, tokenizer, harness_settings(rl), backend=backend,
+        # Every episode of a group at once by default: their turns share engine batches.
+        workers=rl["rollout_workers"] or rl["group_size"],
         run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",
     )  # fmt: skip
     settings = RLSettings.from_config(rl, seed)
