@@ -20,6 +20,7 @@ paper-only cell marked "not run". How measurements map onto the paper's tables:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tmax.report.ingest import VARIANTS, Measurement
@@ -351,13 +352,8 @@ def evaluations(measurements: Sequence[Measurement]) -> Table:
         if m.pass_at_1_completed is None:
             cells[(row, "pass_at_1_completed")] = missing("no completed trial")
         else:
-            cells[(row, "pass_at_1_completed")] = Cell(
-                value=m.pass_at_1_completed,
-                std=m.pass_at_1_completed_std,
-                n_tasks=m.n_tasks,
-                n_runs=m.n_runs,
-                n_infra=m.n_infra,
-                sources=m.sources,
+            cells[(row, "pass_at_1_completed")] = replace(
+                pass1_cell(m), value=m.pass_at_1_completed, std=m.pass_at_1_completed_std
             )
     return Table(
         "evaluations",
