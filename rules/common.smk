@@ -37,14 +37,25 @@ SPEC_SHARDS = shard_bounds(
 DOMAINS = list(load_taxonomy(config["taxonomy"]).domains)
 
 
+def project_path(path):
+    """``path`` relative to the working directory when it lies inside it. Snakemake
+    records each job's set of inputs; absolute paths of the package's own data files
+    would make a moved or copied project rerun every job."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def taxonomy_file():
     """The taxonomy YAML: an input of sampling, so editing it reruns the sampler."""
-    return config["taxonomy"] or str(packaged_taxonomy_path())
+    return config["taxonomy"] or project_path(packaged_taxonomy_path())
 
 
 def domain_definition(wildcards):
     """The Dockerfile a domain's base image is built from (an input: edits rebuild)."""
-    return str(images.domain_definition(wildcards.domain))
+    return project_path(images.domain_definition(wildcards.domain))
 
 
 def spec_shard_files():
@@ -79,6 +90,7 @@ def validation_files():
 
 
 def final_outputs():
+    """Everything `rule all` asks for; configured prior datasets add their measures."""
     return [
         "results/specs/specs.parquet",
         "results/specs/balance.json",
@@ -94,7 +106,7 @@ def final_outputs():
         "results/eval/summary.md",
         "results/report/tables.md",
         "results/report/provenance.json",
-    ]
+    ] + dataset_measure_files()
 
 
 # --- models and evaluation ----------------------------------------------------------
@@ -152,27 +164,55 @@ def rl_start_model(wildcards):
 VARIANT_SUFFIX = {"base": "", "sft": "-sft", "tmax": "-tmax"}
 
 
+def model_evaluation(name):
+    """evaluation.variants, .benchmarks and .harnesses with the model's own
+    ``models[].evaluation`` overrides (an ablation model: fewer settings)."""
+    own = MODELS[name].get("evaluation", {})
+    return {
+        key: own.get(key, EVALUATION[key])
+        for key in ("variants", "benchmarks", "harnesses")
+    }
+
+
 def eval_models():
     """Every model evaluated, by label: each configured model's base, SFT and RL
-    versions as ``evaluation.variants`` asks (SFT and RL only where they are run).
-    ``dir`` is the local folder a job serves (none for hub ids and endpoints)."""
+    versions as its evaluation variants ask (SFT and RL only where they are run).
+    ``dir`` is the local folder a job serves (none for hub ids and endpoints);
+    ``grid`` is the model's (benchmarks, harnesses), not part of the job's entry."""
     models = {}
     for name, model in MODELS.items():
-        for variant in EVALUATION["variants"]:
+        evaluation = model_evaluation(name)
+        grid = (evaluation["benchmarks"], evaluation["harnesses"])
+        for variant in evaluation["variants"]:
             if variant == "sft" and rl_config(name)["sft"]["steps"] == 0:
                 continue
             if variant != "base" and not model.get("train", True):
                 continue
             if variant == "base":
-                models[name] = {**model, "dir": base_model_dir(name)}
+                models[name] = {**model, "dir": base_model_dir(name), "grid": grid}
             else:
                 label = name + VARIANT_SUFFIX[variant]
                 folder = f"results/models/{label}"
-                models[label] = {"name": label, "path": folder, "dir": folder}
+                models[label] = {
+                    "name": label,
+                    "path": folder,
+                    "dir": folder,
+                    "grid": grid,
+                }
     return models
 
 
 EVAL_MODELS = eval_models()
+
+
+def eval_settings():
+    """Every (model label, benchmark, harness) evaluated."""
+    return [
+        (label, benchmark, harness)
+        for label, model in EVAL_MODELS.items()
+        for benchmark in model["grid"][0]
+        for harness in model["grid"][1]
+    ]
 
 
 wildcard_constraints:
@@ -184,8 +224,9 @@ def eval_model_dir(wildcards):
 
 
 def eval_model_entry(wildcards):
-    """The model's config entry as the evaluation job needs it (no ``dir``)."""
-    return {k: v for k, v in EVAL_MODELS[wildcards.eval_model].items() if k != "dir"}
+    """The model's config entry as the evaluation job needs it (no ``dir``, ``grid``)."""
+    entry = EVAL_MODELS[wildcards.eval_model]
+    return {k: v for k, v in entry.items() if k not in ("dir", "grid")}
 
 
 def benchmark_inputs(wildcards):
@@ -210,9 +251,7 @@ def eval_concurrency():
 def eval_metric_files():
     return [
         f"results/eval/{model}/{benchmark}/{harness}/metrics.json"
-        for model in EVAL_MODELS
-        for benchmark in EVALUATION["benchmarks"]
-        for harness in EVALUATION["harnesses"]
+        for model, benchmark, harness in eval_settings()
     ]
 
 
@@ -236,9 +275,7 @@ def report_run_files():
     infrastructure errors as failures as the paper does."""
     return [
         f"results/eval/{model}/{benchmark}/{harness}/run{run}.json"
-        for model in EVAL_MODELS
-        for benchmark in EVALUATION["benchmarks"]
-        for harness in EVALUATION["harnesses"]
+        for model, benchmark, harness in eval_settings()
         for run in range(EVALUATION["runs"])
     ]
 
@@ -249,3 +286,109 @@ def report_trained_models():
     if "tmax" not in EVALUATION["variants"]:
         return []
     return [name for name, model in MODELS.items() if model.get("train", True)]
+
+
+# --- prior datasets (rules/datasets.smk, rules/datasets_measure.smk) -------------------
+
+from tmax.datasets.convert import converter_fingerprint  # noqa: E402
+from tmax.datasets.difficulty import DifficultySettings  # noqa: E402
+from tmax.datasets.labels import LabelSettings  # noqa: E402
+
+try:
+    LABELLING = LabelSettings.from_config(config)
+    DIFFICULTY = DifficultySettings.from_config(config)
+except ValueError as error:
+    raise WorkflowError(str(error)) from None
+DATASET_SOURCES = {entry["name"]: entry for entry in config["datasets"]["sources"]}
+"""Each configured prior dataset's entry by name, in config order (none by default)."""
+DATASET_NAMES = "|".join(re.escape(name) for name in DATASET_SOURCES) or "^$"
+
+
+def dataset_source(wildcards):
+    """The config entry of one prior dataset (a param: editing it reconverts)."""
+    return DATASET_SOURCES[wildcards.dataset]
+
+
+def dataset_sample(wildcards):
+    """Tasks to draw from one dataset: its own `sample`, else datasets.sample."""
+    entry = DATASET_SOURCES[wildcards.dataset]
+    return entry["sample"] if "sample" in entry else config["datasets"]["sample"]
+
+
+def difficulty_model_dir(wildcards):
+    """The reference model's local folder when a job must serve it (a configured
+    model without an endpoint); nothing for an endpoint."""
+    model = DIFFICULTY.model
+    if model is None or model.get("endpoint"):
+        return []
+    return base_model_dir(model["name"])
+
+
+def dataset_measure_files():
+    """What the workflow measures of every configured prior dataset: its manifest,
+    labels, difficulty and n-gram check (none in the embedded default: the report's
+    dataset table then stays as it was)."""
+    return [
+        f"results/datasets/{name}/{kind}.json"
+        for name in DATASET_SOURCES
+        for kind in ("manifest", "labels", "difficulty", "decontam")
+    ]
+
+
+# --- what RL trains on: the generated tasks, or a prior dataset (models[].rl_data) -----
+
+
+def rl_data(name):
+    """The prior dataset a model is trained on (``models[].rl_data``), else None."""
+    return MODELS[name].get("rl_data")
+
+
+def training_task_files(wildcards):
+    """The list of a model's training tasks: the clean generated tasks, or a prior
+    dataset's manifest with its n-gram check (what the SFT warm-up reads)."""
+    dataset = rl_data(wildcards.model)
+    if dataset is None:
+        return {"tasks": "results/decontam/clean_tasks.parquet"}
+    return {
+        "tasks": f"results/datasets/{dataset}/manifest.json",
+        "decontam": f"results/datasets/{dataset}/decontam.json",
+    }
+
+
+def training_task_source(wildcards):
+    """What RL needs of its tasks: their list, the folders (the generated tasks'
+    shards, or the dataset's converted tasks beside its manifest) and the images
+    they build on (the domain images, or the public base a dataset's tasks name)."""
+    if rl_data(wildcards.model) is None:
+        return {
+            **training_task_files(wildcards),
+            "shards": task_shard_dirs(),
+            "images": expand("results/images/domains/{domain}.json", domain=DOMAINS),
+        }
+    return {**training_task_files(wildcards), "images": "results/images/base.json"}
+
+
+def training_task_params(wildcards):
+    """Where the chosen training tasks' folders are, and, for a prior dataset, the
+    rule that takes its flagged tasks out (the one the generated tasks get)."""
+    dataset = rl_data(wildcards.model)
+    if dataset is None:
+        return {"tasks_root": "results/tasks/shards", "removal": None}
+    removal = {
+        "ngram": DECONTAMINATION["remove_ngram"],
+        "rule": DECONTAMINATION["remove_rule"],
+        "threshold": DECONTAMINATION["remove_threshold"],
+    }
+    return {"tasks_root": f"results/datasets/{dataset}/tasks", "removal": removal}
+
+
+def rl_dataset_ablations():
+    """The RL-dataset ablation: each model trained on a prior dataset, with the
+    dataset and the model it ablates (the configured model with the same ``path``
+    that trains on the generated tasks, if any)."""
+    plain = {m["path"]: n for n, m in MODELS.items() if rl_data(n) is None}
+    return {
+        name: {"dataset": rl_data(name), "base": plain.get(model["path"])}
+        for name, model in MODELS.items()
+        if rl_data(name) is not None
+    }

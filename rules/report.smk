@@ -17,7 +17,8 @@ rule report_tables:
         tasks="results/tasks/report.json",
         decontam="results/decontam/report.json",
         removed="results/decontam/removed.json",
-        paper=str(packaged_paper_values_path()),
+        paper=project_path(packaged_paper_values_path()),
+        datasets=dataset_measure_files(),
     output:
         [
             (
@@ -40,6 +41,8 @@ rule report_tables:
     params:
         formats=REPORT["formats"],
         reference_model=report_reference_model(),
+        datasets=list(DATASET_SOURCES),
+        ablations=rl_dataset_ablations(),
     script:
         "../scripts/report_tables.py"
 
@@ -80,8 +83,9 @@ rule report_provenance:
             "results/tasks/report.json",
             "results/decontam/report.json",
             "results/decontam/removed.json",
-            str(packaged_paper_values_path()),
-        ],
+            project_path(packaged_paper_values_path()),
+        ]
+        + dataset_measure_files(),
     output:
         json=report(
             "results/report/provenance.json",

@@ -21,4 +21,7 @@ write_report_tables(
     tasks_report=Path(snakemake.input.tasks),
     decontam_report=Path(snakemake.input.decontam),
     removed=Path(snakemake.input.removed),
+    datasets=snakemake.params.datasets,
+    datasets_root=Path("results/datasets"),
+    ablations=snakemake.params.ablations,
 )

@@ -26,12 +26,24 @@ def test_paper_config_carries_the_paper_recipe(root: Path) -> None:
     config = load_config(root / "configs/paper.yaml")
     rl = config["rl"]
     assert config["sampler"]["n_specs"] == 14600
-    assert [m["name"] for m in config["models"]] == [
+    assert [m["name"] for m in config["models"] if "rl_data" not in m] == [
         "qwen3.5-2b",
         "qwen3.5-4b",
         "qwen3.5-9b",
         "qwen3.6-27b",
     ]
+    # the RL-dataset ablation: the 9B model on each prior dataset with environments,
+    # evaluated on TB-Lite under the tmax harness only
+    ablation = {m["rl_data"]: m for m in config["models"] if "rl_data" in m}
+    assert set(ablation) == {
+        "termigen", "cli-gym", "endless-terminals", "openthinker-agent", "swe-smith",
+        "terminaltraj", "tmax-15k",
+    }  # fmt: skip
+    for model in ablation.values():
+        assert model["path"] == "Qwen/Qwen3.5-9B"
+        assert model["evaluation"] == {
+            "variants": ["tmax"], "benchmarks": ["tb-lite"], "harnesses": ["tmax"],
+        }  # fmt: skip
     assert (rl["group_size"], rl["prompts_per_step"], rl["steps"]) == (32, 8, 500)
     assert rl["learning_rate"] == pytest.approx(1e-6)
     assert (rl["loss"], rl["dppo_divergence"], rl["dppo_threshold"]) == ("dppo", "binary_tv", 0.1)

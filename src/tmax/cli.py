@@ -6,6 +6,7 @@ Examples::
     tmax sample --config configs/paper.yaml --out specs.parquet
     tmax balance specs.parquet --json balance.json --markdown balance.md
     tmax task check tests/fixtures/tasks/*
+    tmax datasets convert termigen --config configs/paper.yaml --sample 20
     tmax sandbox check tests/fixtures/tasks/* --backend bwrap
     tmax sandbox cleanup --run-id my-run
     tmax eval run tests/fixtures/tasks/* --harness tmax --base-url http://127.0.0.1:8000/v1 \
@@ -65,6 +66,31 @@ def _task_check(args: argparse.Namespace) -> int:
             solution = "yes" if task.solution is not None else "no"
             print(f"ok   {path} ({len(task.tests)} test file(s), solution: {solution})")
     return 1 if failed else 0
+
+
+def _datasets_convert(args: argparse.Namespace) -> int:
+    """Convert a prior dataset into our task format (a config entry, or flags)."""
+    from tmax.datasets.convert import prepare_dataset, source_entry
+
+    if args.config is not None:
+        config = load_config(args.config)
+        entry = source_entry(config, args.name)
+        seed = config["seed"] if args.seed is None else args.seed
+        sample = entry["sample"] if "sample" in entry else config["datasets"]["sample"]
+    else:
+        if not (args.layout and (args.path or args.git or args.hf)):
+            raise ValueError("without --config, give --layout and one of --path, --git, --hf")
+        keys = ("layout", "path", "git", "hf", "revision", "subdir", "files")
+        entry = {"name": args.name, **{k: getattr(args, k) for k in keys if getattr(args, k)}}
+        seed = 0 if args.seed is None else args.seed
+        sample = None
+    if args.sample is not None:
+        sample = None if args.sample == 0 else args.sample
+    out = args.out or Path("results/datasets") / args.name
+    manifest = prepare_dataset(entry, out, seed=seed, sample=sample)
+    print(f"{args.name}: {len(manifest['tasks'])} task(s) converted, "
+          f"{len(manifest['skipped'])} skipped -> {out}/manifest.json")  # fmt: skip
+    return 0
 
 
 def _sandbox_cleanup(args: argparse.Namespace) -> int:
@@ -201,6 +227,23 @@ def build_parser() -> argparse.ArgumentParser:
     task_check = task_sub.add_parser("check", help="validate task directories")
     task_check.add_argument("tasks", nargs="+", type=Path)
     task_check.set_defaults(func=_task_check)
+
+    datasets = stages.add_parser("datasets", help="prior datasets in our task format")
+    datasets_sub = datasets.add_subparsers(dest="action", required=True)
+    convert = datasets_sub.add_parser("convert", help="sample and convert one dataset")
+    convert.add_argument("name", help="the dataset (its datasets.sources name with --config)")
+    convert.add_argument("--config", type=Path, help="take the source from this config")
+    convert.add_argument("--layout", help="without --config: the source's layout")
+    convert.add_argument("--path", help="without --config: a local folder or file")
+    convert.add_argument("--git", help="without --config: a git URL (with --revision)")
+    convert.add_argument("--hf", help="without --config: a Hugging Face dataset id")
+    convert.add_argument("--revision", help="git commit or Hub revision")
+    convert.add_argument("--subdir", help="where the tasks are inside the source")
+    convert.add_argument("--files", help="glob of the files to read")
+    convert.add_argument("--sample", type=int, help="tasks to draw (0 = all)")
+    convert.add_argument("--seed", type=int, help="sampling seed (default: the config's)")
+    convert.add_argument("--out", type=Path, help="default results/datasets/<name>")
+    convert.set_defaults(func=_datasets_convert)
 
     sandbox = stages.add_parser("sandbox", help="task sandboxes (podman, bwrap, apptainer)")
     sandbox_sub = sandbox.add_subparsers(dest="action", required=True)

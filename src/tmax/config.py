@@ -154,6 +154,50 @@ def _semantic_problems(config: Mapping[str, Any]) -> list[str]:
             f"'decontamination.remove_ngram' = {decontamination['remove_ngram']} is not one of "
             f"'decontamination.ngram_sizes' {decontamination['ngram_sizes']}"
         )
+    sources = config.get("datasets", {}).get("sources", [])
+    problems += _dataset_source_problems(sources)
+    problems += _rl_data_problems(config.get("models", []), sources)
+    return problems
+
+
+def _rl_data_problems(
+    models: list[Mapping[str, Any]], sources: list[Mapping[str, Any]]
+) -> list[str]:
+    """A model's ``rl_data`` names a configured prior dataset with environments."""
+    layouts = {source["name"]: source["layout"] for source in sources}
+    problems = []
+    for index, model in enumerate(models):
+        dataset = model.get("rl_data")
+        if dataset is None:
+            continue
+        key = f"'models[{index}].rl_data' = {dataset!r}"
+        if dataset not in layouts:
+            allowed = ", ".join(layouts) or "none configured"
+            problems.append(f"{key} is not a datasets.sources name; allowed: {allowed}")
+        elif layouts[dataset] == "trajectories":
+            problems.append(f"{key}: the dataset ships trajectories, no environments to train in")
+        if not model.get("train", True):
+            problems.append(f"{key} is set on a model with train: false; drop one of them")
+    return problems
+
+
+def _dataset_source_problems(sources: list[Mapping[str, Any]]) -> list[str]:
+    """Each prior-dataset source names where its files are, and names are unique."""
+    problems = []
+    names = [source["name"] for source in sources]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        problems.append(
+            f"'datasets.sources' repeats the name(s) {', '.join(duplicates)}; names must be unique"
+        )
+    for index, source in enumerate(sources):
+        key = f"'datasets.sources[{index}]' ({source['name']})"
+        if not any(source.get(where) for where in ("path", "git", "hf")):
+            problems.append(f"{key} gives no location; set one of path, git or hf")
+        if source.get("git") and source.get("hf"):
+            problems.append(f"{key} sets both git and hf; choose one (path may go with either)")
+        if source.get("git") and not source.get("path") and not source.get("revision"):
+            problems.append(f"{key} reads git without a revision; set revision to a commit sha")
     return problems
 
 

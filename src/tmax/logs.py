@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def setup_logging(log_file: str | Path | None = None, level: int = logging.INFO) -> logging.Logger:
@@ -20,3 +21,22 @@ def setup_logging(log_file: str | Path | None = None, level: int = logging.INFO)
         force=True,
     )
     return logging.getLogger("tmax")
+
+
+def progress_bar(*, disable: bool = False) -> Any:
+    """A rich progress bar with a description, the bar, done/total and elapsed time."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return Progress(*columns, disable=disable)

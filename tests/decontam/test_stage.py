@@ -178,3 +178,41 @@ def test_a_missing_benchmark_is_an_error_or_a_recorded_skip(tmp_path: Path) -> N
     summary = filter_tasks(tasks, tmp_path / "r.json", ngram=13, rule="any", threshold=0,
                            clean=tmp_path / "c.parquet", removed=tmp_path / "rm.json")  # fmt: skip
     assert summary["not_checked"] == ["tb-lite"] and summary["kept"] == 1
+
+
+def test_the_report_is_the_same_in_every_process(tmp_path: Path) -> None:
+    """Two benchmarks holding the same item tie on every match; the report must not
+    order them by Python's per-process string hashing (a Slurm job and a local run
+    of the same inputs wrote different reports before)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    benchmarks = []
+    for name in ("terminal-bench-2.0", "tb-lite"):
+        texts, manifest = tmp_path / f"{name}.parquet", tmp_path / f"{name}.json"
+        load_benchmark(name, texts, manifest, work_dir=tmp_path / "work",
+                       sources={name: {"path": str(FIXTURE_TASKS)}})  # fmt: skip
+        benchmarks.append([name, str(texts), str(manifest)])
+    tasks = tasks_parquet(tmp_path / "tasks.parquet",
+                          {"leaky": (LOG_INSTRUCTION, {"environment/notes.md": LEAK})})  # fmt: skip
+    script = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from tmax.decontam.stage import decontaminate\n"
+        "out = Path(sys.argv[1]); out.mkdir()\n"
+        f"decontaminate(Path({str(tasks)!r}), [tuple(b) for b in {benchmarks!r}], "
+        "report_json=out / 'report.json', report_md=out / 'report.md', ngram_sizes=[13], "
+        "boilerplate_min_items=10, self_test_leaks=0)\n"
+    )
+    reports = []
+    for seed in map(str, range(1, 9)):
+        out = tmp_path / f"seed{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed,
+               "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}  # fmt: skip
+        subprocess.run([sys.executable, "-c", script, str(out)], check=True, env=env)
+        reports.append((out / "report.json").read_text())
+    assert all(report == reports[0] for report in reports)
+    flagged = json.loads(reports[0])["flagged"]["13"][0]
+    assert [m["benchmark"] for m in flagged["matches"]][:2] == ["tb-lite", "terminal-bench-2.0"]

@@ -183,12 +183,14 @@ def _explain(
             open_runs = {}
         previous = position
         current: set[Key] = set()
-        for benchmark in {k[0] for k in keys}:
+        # Sorted: set order varies between processes (string hashing), and the report
+        # lists matches in the order their runs open.
+        for benchmark in sorted({k[0] for k in keys}):
             if side.is_boilerplate(gram, benchmark):
                 result.boilerplate[benchmark] = result.boilerplate.get(benchmark, 0) + 1
                 continue
             result.hit_ngrams.setdefault(benchmark, set()).add(gram)
-            for key in (k for k in keys if k[0] == benchmark):
+            for key in sorted(k for k in keys if k[0] == benchmark):
                 current.add(key)
                 result.items.setdefault(benchmark, set()).add(key[1])
                 run = open_runs.get(key)

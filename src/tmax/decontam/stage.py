@@ -6,7 +6,11 @@
 2. ``decontaminate``: every task field against every benchmark text at each n; the
    report (JSON and the paper-shaped Markdown table), with a planted-leak self-test.
 3. ``filter_tasks``: the clean task set that training reads, and the removed tasks
-   with their reasons.
+   with their reasons (``removal_reasons``, also applied to a prior dataset that RL
+   trains on).
+
+``check_texts`` is step 2 on any texts: a converted prior dataset's tasks go through
+the same check (:func:`tmax.datasets.measure_stage.dataset_decontam`).
 """
 
 from __future__ import annotations
@@ -93,9 +97,32 @@ def decontaminate(
     self_test_leaks: int = 20,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Check every task against every loaded benchmark at every n; write the report."""
+    """Check every exported task against every loaded benchmark at every n; write the
+    report."""
+    return check_texts(
+        read_task_texts(tasks_parquet), benchmarks, ngram_sizes=ngram_sizes,
+        boilerplate_min_items=boilerplate_min_items, report_json=report_json,
+        report_md=report_md, dataset=dataset, workers=workers,
+        self_test_leaks=self_test_leaks, seed=seed,
+    )  # fmt: skip
+
+
+def check_texts(
+    task_texts: Sequence[Text],
+    benchmarks: Sequence[tuple[str, Path, Path]],
+    *,
+    ngram_sizes: Sequence[int],
+    boilerplate_min_items: int,
+    report_json: Path,
+    report_md: Path,
+    dataset: str,
+    workers: int | None = None,
+    self_test_leaks: int = 20,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The check behind :func:`decontaminate`, on any tasks' texts (a prior dataset's
+    too): every text against every loaded benchmark at every n; writes the report."""
     workers = workers or os.cpu_count() or 1
-    task_texts = read_task_texts(tasks_parquet)
     task_ids = {t.owner for t in task_texts}
     loaded: dict[str, list[Text]] = {}
     status: dict[str, Any] = {}
@@ -208,16 +235,7 @@ def filter_tasks(
 ) -> dict[str, Any]:
     """Write the clean task set (what RL trains on) and the removed tasks with reasons."""
     report = json.loads(report_json.read_text())
-    flagged = report["flagged"].get(str(ngram), [])
-    if report["summary"] and str(ngram) not in report["flagged"]:
-        raise DecontaminationError(
-            f"the report has no {ngram}-gram results; add {ngram} to decontamination.ngram_sizes"
-        )
-    reasons = {}
-    for entry in flagged:
-        reason = removal_reason(entry, rule, threshold)
-        if reason:
-            reasons[entry["task_id"]] = reason
+    reasons = removal_reasons(report, ngram=ngram, rule=rule, threshold=threshold)
     table = pq.read_table(tasks_parquet)
     keep = pc.invert(pc.is_in(table.column("task_id"), value_set=_string_array(reasons)))
     with atomic_path(clean) as tmp:
@@ -235,6 +253,23 @@ def filter_tasks(
     log.info("kept %d of %d task(s); removed %d (%s rule, %d-grams)", summary["kept"],
              table.num_rows, len(reasons), rule, ngram)  # fmt: skip
     return summary
+
+
+def removal_reasons(
+    report: Mapping[str, Any], *, ngram: int, rule: str, threshold: float
+) -> dict[str, str]:
+    """Task id -> why it is removed, for the tasks of a decontamination report that
+    the configured rule (``decontamination.remove_*``) takes out."""
+    if report["summary"] and str(ngram) not in report["flagged"]:
+        raise DecontaminationError(
+            f"the report has no {ngram}-gram results; add {ngram} to decontamination.ngram_sizes"
+        )
+    reasons = {}
+    for entry in report["flagged"].get(str(ngram), []):
+        reason = removal_reason(entry, rule, threshold)
+        if reason:
+            reasons[entry["task_id"]] = reason
+    return reasons
 
 
 def _string_array(values: Mapping[str, Any]) -> Any:

@@ -60,6 +60,21 @@ def task_texts(row: Mapping[str, Any]) -> Iterator[Text]:
             yield Text(task_id, entry["path"], text)
 
 
+def task_dir_texts(task_id: str, instruction: str, task_dir: Path | None) -> Iterator[Text]:
+    """The fields of a task folder (a converted prior dataset's task), as for an
+    exported task: the instruction and every environment, tests and solution file.
+    Without a folder (a dataset that ships trajectories only) the instruction alone."""
+    files = []
+    if task_dir is not None:
+        task = read_task(task_dir)
+        groups = (("environment", task.environment), ("tests", task.tests),
+                  ("solution", task.solution or {}))  # fmt: skip
+        for group, entries in groups:
+            for rel, entry in sorted(entries.items()):
+                files.append({"path": f"{group}/{rel}", "data": entry.data})
+    yield from task_texts({"task_id": task_id, "instruction": instruction, "files": files})
+
+
 def read_task_texts(tasks_parquet: Path) -> list[Text]:
     table = pq.read_table(tasks_parquet, columns=["task_id", "instruction", "files"])
     return [text for row in table.to_pylist() for text in task_texts(row)]

@@ -14,8 +14,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from tmax.evaluate.trial import (
     SandboxFactory,
     TrialSpec,
@@ -24,6 +22,7 @@ from tmax.evaluate.trial import (
     task_checksum,
 )
 from tmax.harness import HarnessSettings
+from tmax.logs import progress_bar
 from tmax.models.client import ChatModel
 
 log = logging.getLogger("tmax.evaluate")
@@ -74,14 +73,8 @@ def run_trials(
     if results:
         log.info("%d of %d trial(s) already finished: resuming", len(results), len(specs))
 
-    columns = (
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     with (
-        Progress(*columns, disable=not progress) as bar,
+        progress_bar(disable=not progress) as bar,
         ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
     ):
         label = f"{specs[0].harness} on {specs[0].benchmark}" if specs else "trials"

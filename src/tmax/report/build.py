@@ -10,10 +10,13 @@ paper-only cell marked "not run". How measurements map onto the paper's tables:
 - cross-harness: the reference model, rows = harness, columns = benchmark/variant;
 - cross-task: the reference model, rows = SWE-bench Verified / AIME, columns = variant;
 - dataset ablation: the reference model before RL ("none": the base model, or the SFT
-  warm-up when the base model is not evaluated) and after ("tmax-15k"); this workflow
-  trains on its own generated tasks only, so the other datasets are "not run";
+  warm-up when the base model is not evaluated), after RL on the generated tasks
+  ("tmax-15k"), and after RL on each prior dataset (a row per dataset, from the model
+  configured with ``rl_data: <dataset>`` on the same base; "not run" without one);
 - dataset comparison: this run's generated tasks as the ``tmax-15k`` row (size,
-  exp(H)/N, difficulty by the reference model on held-out tasks, 13-gram overlap);
+  exp(H)/N, difficulty by the reference model on held-out tasks, 13-gram overlap),
+  and one row per configured prior dataset (size from its manifest, balance from its
+  labels, pass@1/pass@8 from its difficulty run, 13-gram overlap when checked);
 - contamination: the decontamination report, dataset × benchmark × n.
 """
 
@@ -23,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tmax.report.ingest import VARIANTS, Measurement
+from tmax.report.ingest import VARIANTS, DatasetReport, Measurement
 from tmax.report.tables import NOT_RUN, Cell, PaperValues, Table, missing, ordered_union
 
 #: Benchmarks that are not terminal tasks: the cross-task table, not cross-size.
@@ -32,6 +35,10 @@ PRIMARY_HARNESS = "tmax"
 GENERATED_DATASET = "tmax-15k"
 """Our generated task set is the row the paper calls TMAX-15K."""
 GENERATED_LABEL = "TMAX tasks generated here"
+GENERATED_ROW_BESIDE_RELEASE = "tmax-generated"
+"""The generated tasks' row when the released TMAX-15K is itself a measured dataset
+(which then takes the paper's ``tmax-15k`` row)."""
+NOT_CHECKED = "not checked"
 
 
 def pass1_cell(measurement: Measurement) -> Cell:
@@ -144,41 +151,65 @@ def cross_task(measurements: Sequence[Measurement], paper: PaperValues, model: s
     )
 
 
+def ablation_models(
+    ablations: Mapping[str, Mapping[str, Any]], model: str | None
+) -> dict[str, str]:
+    """Model name -> prior dataset, for the models trained on a prior dataset from the
+    same base as ``model`` (``ablations``: rules/common.smk's rl_dataset_ablations)."""
+    return {
+        name: entry["dataset"]
+        for name, entry in ablations.items()
+        if model is not None and entry.get("base") == model
+    }
+
+
 def dataset_ablation(
-    measurements: Sequence[Measurement], paper: PaperValues, model: str | None
+    measurements: Sequence[Measurement],
+    paper: PaperValues,
+    model: str | None,
+    ablations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Table:
-    """RL-dataset ablation: our RL data is the generated set, so only "none" (the
-    base model) and "tmax-15k" (after RL) can be filled."""
+    """RL-dataset ablation: the same base model with no RL ("none"), after RL on the
+    generated tasks, and after RL on each prior dataset (``ablations``)."""
     harness = primary_harness(measurements)
+    trained_on = ablation_models(ablations or {}, model)
+    generated = (
+        GENERATED_ROW_BESIDE_RELEASE
+        if GENERATED_DATASET in trained_on.values()
+        else GENERATED_DATASET
+    )
+    rows = {model: generated, **trained_on}
     chosen = [
         m
         for m in measurements
-        if m.model == model and m.harness == harness and m.benchmark not in CROSS_TASK_BENCHMARKS
+        if m.model in rows and m.harness == harness and m.benchmark not in CROSS_TASK_BENCHMARKS
     ]
     # "none" is the model RL started from: the base model, or the SFT warm-up when
     # the base model itself was not evaluated (the embedded default).
     start = {}
     for m in sorted(chosen, key=lambda m: VARIANTS.index(m.variant), reverse=True):
-        if m.variant != "tmax":
+        if m.model == model and m.variant != "tmax":
             start[m.benchmark] = m
     chosen = [m for m in chosen if m.variant == "tmax"] + list(start.values())
+    trained = ", ".join(f"{d}: {name}" for name, d in sorted(trained_on.items())) or "none"
     table = _grid(
         "dataset_ablation",
         "RL-dataset ablation",
         "RL data",
         chosen,
-        lambda m: GENERATED_DATASET if m.variant == "tmax" else "none",
+        lambda m: rows[m.model] if m.variant == "tmax" else "none",
         lambda m: m.benchmark,
         paper,
         [
             PASS1_NOTE,
             f"model: {model or 'none evaluated'}; harness: {harness}; 'none' is the model RL "
             "started from (" + ", ".join(sorted({m.label for m in start.values()})) + "). "
-            "This workflow trains on its own generated tasks only: the other datasets' "
-            "rows are not run.",
+            f"Models trained on a prior dataset (models[].rl_data) — {trained}; a dataset "
+            "without one is not run. Terminal-Bench 2.1 is not in this workflow's "
+            "benchmark registry.",
         ],
     )
-    table.labels[GENERATED_DATASET] = GENERATED_LABEL
+    table.labels[generated] = GENERATED_LABEL
     return table
 
 
@@ -200,18 +231,114 @@ def _difficulty_measurement(
     return candidates[0] if candidates else None
 
 
-def _thirteen_gram_overlap(decontam: Mapping[str, Any] | None) -> Cell:
+def _thirteen_gram_overlap(
+    decontam: Mapping[str, Any] | None,
+    source: str = "decontam/report.json",
+    absent: str = NOT_RUN,
+) -> Cell:
     if decontam is None:
-        return missing(NOT_RUN)
+        return missing(absent)
     rows = [r for r in decontam.get("summary", []) if r["n"] == 13]
     if not rows:
-        return missing("not checked")
+        return missing(NOT_CHECKED)
     worst = max(rows, key=lambda r: r["tasks_flagged_pct"])
     return Cell(
         value=worst["tasks_flagged_pct"],
         n_tasks=worst["tasks"],
-        sources=("decontam/report.json",),
+        sources=(source,),
     )
+
+
+def _short_reason(reason: str | None, default: str) -> str:
+    """The head of a recorded reason ("no environments: ..." -> "no environments")."""
+    return (reason or default).split(":", 1)[0].strip() or default
+
+
+def _dataset_size(report: DatasetReport) -> tuple[Cell, str | None]:
+    """Converted tasks, or the number of trajectories when no environments exist
+    (with a note saying so)."""
+    manifest = report.manifest
+    if manifest is None:
+        return missing(NOT_RUN), None
+    source = (f"datasets/{report.name}/manifest.json",)
+    tasks = manifest.get("tasks") or []
+    if manifest.get("has_environments"):
+        converted = sum(1 for task in tasks if task.get("path"))
+        return Cell(value=converted, digits=0, sources=source), None
+    note = f"{report.name}: size counts trajectories (the dataset releases no environments)."
+    return Cell(value=len(tasks), digits=0, sources=source), note
+
+
+def _dataset_balance(report: DatasetReport, axis: str) -> Cell:
+    labels = report.labels
+    if labels is None:
+        return missing(NOT_RUN)
+    balance = labels.get("balance") or {}
+    if balance.get(axis) is None:
+        if labels.get("status") == "off":
+            return missing("labelling off")
+        return missing("nothing labelled")
+    return Cell(
+        value=balance[axis],
+        digits=3,
+        n_tasks=balance.get("n_labelled"),
+        sources=(f"datasets/{report.name}/labels.json",),
+    )
+
+
+def _dataset_difficulty(report: DatasetReport, k: int) -> Cell:
+    difficulty = report.difficulty
+    if difficulty is None:
+        return missing(NOT_RUN)
+    if difficulty.get("status") != "measured":
+        return missing(_short_reason(difficulty.get("reason"), "not measured"))
+    value = difficulty.get(f"pass_at_{k}")
+    if value is None:
+        reason = difficulty.get(f"pass_at_{k}_reason") or difficulty.get("reason")
+        return missing(_short_reason(reason, "not measured"))
+    return Cell(
+        value=value,
+        n_tasks=difficulty.get(f"pass_at_{k}_tasks") or difficulty.get("n_tasks"),
+        n_runs=difficulty.get("n_runs"),
+        n_infra=difficulty.get("n_infra"),
+        sources=(f"datasets/{report.name}/difficulty.json",),
+    )
+
+
+def prior_dataset_cells(
+    reports: Sequence[DatasetReport],
+) -> tuple[dict[tuple[str, str], Cell], list[str]]:
+    """The dataset-comparison cells of each configured prior dataset (row = its name),
+    and the notes they need."""
+    cells: dict[tuple[str, str], Cell] = {}
+    notes: list[str] = []
+    for report in reports:
+        row = report.name
+        cells[(row, "size")], note = _dataset_size(report)
+        notes += [note] if note else []
+        for axis in ("domain", "skill_type"):
+            cells[(row, f"{axis}_balance")] = _dataset_balance(report, axis)
+        unlabelled = ((report.labels or {}).get("balance") or {}).get("n_unlabelled")
+        if unlabelled:
+            notes.append(f"{row}: {unlabelled} task(s) left unlabelled, outside the balance.")
+        for k in (1, 8):
+            cells[(row, f"pass_at_{k}")] = _dataset_difficulty(report, k)
+        cells[(row, "contamination_13gram")] = _thirteen_gram_overlap(
+            report.decontam, f"datasets/{row}/decontam.json", NOT_CHECKED
+        )
+    measured = sorted(
+        {
+            f"{r.difficulty['model']} under {r.difficulty['harness']}"
+            for r in reports
+            if r.difficulty and r.difficulty.get("status") == "measured"
+        }
+    )
+    if measured:
+        notes.append(
+            "Prior datasets' difficulty: " + "; ".join(measured) + " on each dataset's "
+            "sample (pass@k by the unbiased estimator; infrastructure failures left out)."
+        )
+    return cells, notes
 
 
 def dataset_comparison(
@@ -220,8 +347,10 @@ def dataset_comparison(
     model: str | None,
     tasks_report: Mapping[str, Any] | None,
     decontam: Mapping[str, Any] | None,
+    datasets: Sequence[DatasetReport] = (),
 ) -> Table:
-    row = GENERATED_DATASET
+    names = [report.name for report in datasets]
+    row = GENERATED_ROW_BESIDE_RELEASE if GENERATED_DATASET in names else GENERATED_DATASET
     cells: dict[tuple[str, str], Cell] = {}
     if tasks_report is not None:
         size = tasks_report.get("tasks_validated")
@@ -252,6 +381,8 @@ def dataset_comparison(
     cells[(row, "contamination_13gram")] = _thirteen_gram_overlap(
         None if decontam is None else decontam.get("report")
     )
+    prior_cells, prior_notes = prior_dataset_cells(datasets)
+    cells.update(prior_cells)
     columns = ordered_union(
         ["size", "domain_balance", "skill_type_balance"],
         paper.columns("dataset_comparison"),
@@ -259,7 +390,7 @@ def dataset_comparison(
     )
     labels = dict(paper.labels)
     labels.update(
-        {GENERATED_DATASET: GENERATED_LABEL},
+        {row: GENERATED_LABEL},
         size="tasks",
         domain_balance="domain exp(H)/N",
         skill_type_balance="skill-type exp(H)/N",
@@ -268,20 +399,27 @@ def dataset_comparison(
         contamination_13gram="13-gram overlap %",
     )
     who = "none evaluated" if difficulty is None else f"{difficulty.label} on held-out tasks"
+    generated_note = (
+        f"Row '{GENERATED_LABEL}' stands where the paper has TMAX-15K (after "
+        "decontamination when it ran)."
+        if row == GENERATED_DATASET
+        else f"Row '{GENERATED_LABEL}' is this run's tasks (after decontamination when it "
+        "ran); the TMAX-15K row is the released dataset, measured here."
+    )
     return Table(
         "dataset_comparison",
         "Datasets: size, balance, difficulty, contamination",
         "dataset",
-        ordered_union([row], paper.rows("dataset_comparison")),
+        ordered_union([row], paper.rows("dataset_comparison"), names),
         columns,
         cells,
         labels,
         [
-            f"Row '{GENERATED_LABEL}' stands where the paper has TMAX-15K (after "
-            "decontamination when it ran).",
+            generated_note,
             f"Difficulty: {who} (the paper: Gemini-3-Flash on its training tasks).",
             "13-gram overlap: the largest share of tasks sharing a 13-gram with any "
             "checked benchmark.",
+            *prior_notes,
         ],
     )
 
@@ -394,18 +532,25 @@ def build_tables(
     tasks_report: Mapping[str, Any] | None = None,
     decontam_report: Mapping[str, Any] | None = None,
     removed: Mapping[str, Any] | None = None,
+    datasets: Sequence[DatasetReport] = (),
+    ablations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Table]:
-    """Every table by name (see :data:`TABLE_NAMES`)."""
-    model = reference_model(measurements, reference)
+    """Every table by name (see :data:`TABLE_NAMES`); ``datasets`` adds the
+    configured prior datasets' rows to the dataset comparison, ``ablations`` (model
+    -> {dataset, base}) the models trained on them to the dataset ablation (and only
+    there: they are not model sizes)."""
+    ablations = ablations or {}
+    sizes = [m for m in measurements if m.model not in ablations]
+    model = reference_model(sizes, reference)
     decontam = None
     if decontam_report is not None:
         decontam = {"report": decontam_report, "removed": removed or {}}
     return {
         "dataset_comparison": dataset_comparison(
-            measurements, paper, model, tasks_report, decontam
+            measurements, paper, model, tasks_report, decontam, datasets
         ),
-        "dataset_ablation": dataset_ablation(measurements, paper, model),
-        "cross_size": cross_size(measurements, paper),
+        "dataset_ablation": dataset_ablation(measurements, paper, model, ablations),
+        "cross_size": cross_size(sizes, paper),
         "cross_task": cross_task(measurements, paper, model),
         "cross_harness": cross_harness(measurements, paper, model),
         "contamination": contamination(decontam_report, paper),

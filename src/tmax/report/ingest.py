@@ -118,3 +118,35 @@ def records_from_runs(run_files: Sequence[Path]) -> list[TrialRecord]:
 def records_from_jobs(job_dirs: Sequence[Path], *, strict: bool = True) -> list[TrialRecord]:
     """Every trial of Harbor job folders (ours or Harbor's own)."""
     return read_jobs([Path(p) for p in job_dirs], strict=strict)
+
+
+# --- prior datasets ----------------------------------------------------------------------
+
+DATASET_FILES = ("manifest", "labels", "difficulty", "decontam")
+"""Per prior dataset, under ``results/datasets/<name>/``: the adapter's manifest,
+the labeller's balance, the reference model's difficulty and (when checked) the
+13-gram report; any of them may be absent."""
+
+
+@dataclass(frozen=True)
+class DatasetReport:
+    """What the workflow measured of one prior dataset (None: file not written)."""
+
+    name: str
+    manifest: dict | None = None
+    labels: dict | None = None
+    difficulty: dict | None = None
+    decontam: dict | None = None
+
+
+def read_dataset_reports(root: Path, names: Sequence[str]) -> list[DatasetReport]:
+    """The measurements of each named dataset under ``root`` (``results/datasets``)."""
+    reports = []
+    for name in names:
+        found = {}
+        for kind in DATASET_FILES:
+            path = Path(root) / name / f"{kind}.json"
+            found[kind] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        reports.append(DatasetReport(name, **found))
+    log.info("read the measurements of %d prior dataset(s) under %s", len(reports), root)
+    return reports

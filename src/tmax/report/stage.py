@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tmax.evaluate.records import TrialRecord
 from tmax.io import write_text
 from tmax.report.build import PAPER_TABLES, TABLE_NAMES, build_tables
-from tmax.report.ingest import measure
+from tmax.report.ingest import measure, read_dataset_reports
 from tmax.report.tables import FORMATS, compare, load_paper_values, to_markdown, write_table
 
 log = logging.getLogger("tmax.report")
@@ -63,10 +63,17 @@ def write_report_tables(
     tasks_report: Path | None = None,
     decontam_report: Path | None = None,
     removed: Path | None = None,
+    datasets: Sequence[str] = (),
+    datasets_root: Path = Path("results/datasets"),
+    ablations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Write every table and its comparison with the paper; returns the paths.
 
     The data-side reports are optional: without them their tables say "not run".
+    ``datasets`` names the prior datasets whose measurements under
+    ``datasets_root/<name>/`` become rows of the dataset comparison; ``ablations``
+    (model -> {dataset, base}) names the models trained on a prior dataset, whose
+    evaluations fill the dataset ablation's rows.
     """
     paper = load_paper_values(paper_values)
     measurements = measure(records)
@@ -77,6 +84,8 @@ def write_report_tables(
         tasks_report=_read_json(tasks_report),
         decontam_report=_read_json(decontam_report),
         removed=_read_json(removed),
+        datasets=read_dataset_reports(datasets_root, datasets),
+        ablations=ablations,
     )
     views = list(tables.values()) + [compare(tables[name], paper) for name in PAPER_TABLES]
     paths: list[Path] = []

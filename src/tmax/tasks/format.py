@@ -189,15 +189,26 @@ class TaskConfig:
 
 @dataclass
 class TaskMeta:
-    """``tmax.json``: the spec this task was made from and how it was made."""
+    """``tmax.json``: the spec this task was made from and how it was made.
 
-    spec_id: str
+    A task converted from a prior dataset (:mod:`tmax.datasets`) has no spec: it
+    carries a ``source`` block instead (dataset, layout, original id, revision), no
+    ``spec_id``, and its axes are null until a labeller fills some of them in.
+    """
+
+    spec_id: str | None
     axes: dict[str, Any]
     generator: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] | None = None
 
     @classmethod
     def from_spec(cls, spec: TaskSpec, **generator: Any) -> TaskMeta:
         return cls(spec_id=spec.spec_id, axes=spec.axes(), generator=dict(generator))
+
+    @classmethod
+    def from_source(cls, **source: Any) -> TaskMeta:
+        """The metadata of a task converted from a prior dataset (axes unlabelled)."""
+        return cls(spec_id=None, axes={}, source=dict(source))
 
     @classmethod
     def parse(cls, text: str, source: str = "tmax.json") -> TaskMeta:
@@ -211,6 +222,9 @@ class TaskMeta:
             raise TaskFormatError(
                 f"{source}: 'format' must be {TMAX_FORMAT!r}, got {data.get('format')!r}"
             )
+        origin = data.get("source")
+        if origin is not None:
+            return cls._parse_converted(data, origin, source)
         if not isinstance(data.get("spec_id"), str) or not data["spec_id"]:
             raise TaskFormatError(f"{source}: 'spec_id' must be a non-empty string")
         axes = data.get("axes")
@@ -220,23 +234,53 @@ class TaskMeta:
         if missing:
             raise TaskFormatError(f"{source}: 'axes' is missing {', '.join(missing)}")
         for axis in AXES:
-            value = axes[axis]
-            if axis == "primitive_skills":
-                if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-                    raise TaskFormatError(
-                        f"{source}: 'axes.primitive_skills' must be a list of strings"
-                    )
-            elif not isinstance(value, str):
-                raise TaskFormatError(f"{source}: 'axes.{axis}' must be a string, got {value!r}")
+            _check_axis(axis, axes[axis], source)
         generator = data.get("generator", {})
         if not isinstance(generator, dict):
             raise TaskFormatError(f"{source}: 'generator' must be an object")
         return cls(spec_id=data["spec_id"], axes=axes, generator=generator)
 
+    @classmethod
+    def _parse_converted(cls, data: dict[str, Any], origin: Any, source: str) -> TaskMeta:
+        """A prior dataset's task: a ``source`` block, axes null or partly labelled."""
+        if not isinstance(origin, dict):
+            raise TaskFormatError(f"{source}: 'source' must be an object")
+        for key in ("dataset", "layout", "original_id"):
+            if not isinstance(origin.get(key), str) or not origin[key]:
+                raise TaskFormatError(f"{source}: 'source.{key}' must be a non-empty string")
+        spec_id = data.get("spec_id")
+        if spec_id is not None and (not isinstance(spec_id, str) or not spec_id):
+            raise TaskFormatError(f"{source}: 'spec_id' must be a non-empty string or absent")
+        axes = data.get("axes") or {}
+        if not isinstance(axes, dict):
+            raise TaskFormatError(f"{source}: 'axes' must be an object or null")
+        for axis, value in axes.items():
+            if axis not in AXES:
+                raise TaskFormatError(f"{source}: 'axes.{axis}' is not one of the 9 axes")
+            if value is not None:
+                _check_axis(axis, value, source)
+        generator = data.get("generator", {})
+        if not isinstance(generator, dict):
+            raise TaskFormatError(f"{source}: 'generator' must be an object")
+        return cls(spec_id=spec_id, axes=axes, generator=generator, source=origin)
+
     def dumps(self) -> str:
-        data = {"format": TMAX_FORMAT, "spec_id": self.spec_id, "axes": self.axes}
+        data: dict[str, Any] = {"format": TMAX_FORMAT}
+        if self.source is None or self.spec_id is not None:
+            data["spec_id"] = self.spec_id
+        data["axes"] = self.axes if (self.axes or self.source is None) else None
         data["generator"] = self.generator
+        if self.source is not None:
+            data["source"] = self.source
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _check_axis(axis: str, value: Any, source: str) -> None:
+    if axis == "primitive_skills":
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            raise TaskFormatError(f"{source}: 'axes.primitive_skills' must be a list of strings")
+    elif not isinstance(value, str):
+        raise TaskFormatError(f"{source}: 'axes.{axis}' must be a string, got {value!r}")
 
 
 @dataclass
