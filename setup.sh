@@ -48,6 +48,12 @@ APT_PACKAGES=(git podman runc bubblewrap debootstrap uidmap tmux patchelf
 if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   APT_PACKAGES+=("python3-venv")
 fi
+# The tests run the workflow through `--profile slurm` on a one-node Slurm cluster
+# they start on localhost (tests/slurm/cluster.py). No slurm.conf is installed: the
+# tests write one only while their cluster runs.
+if [ "$ACTION" = test ]; then
+  APT_PACKAGES+=(slurmctld slurmd slurm-client munge)
+fi
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for pkg in "${APT_PACKAGES[@]}"; do

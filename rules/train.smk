@@ -1,11 +1,13 @@
 # Stage 5 (paper §4): per model size, an optional SFT warm-up on reference solutions,
-# then DPPO on the clean, non-held-out generated tasks. Checkpoints and metrics live in
+# then DPPO on the clean, non-held-out generated tasks, or, for a model with
+# `rl_data: <dataset>` (the RL-dataset ablation), on that prior dataset's converted
+# tasks that pass the same contamination rule. Checkpoints and metrics live in
 # results/rl/<model>/ beside the declared outputs: a failed or preempted job resumes.
 
 
 rule sft_warmup:
     input:
-        tasks="results/decontam/clean_tasks.parquet",
+        unpack(training_task_files),
         model=model_dir,
     output:
         model=directory("results/models/{model}-sft"),
@@ -21,17 +23,16 @@ rule sft_warmup:
         rl=lambda wildcards: sft_params(wildcards.model),
         heldout_fraction=EVALUATION["heldout_fraction"],
         seed=config["seed"],
+        source=training_task_params,
     script:
         "../scripts/sft_warmup.py"
 
 
 rule rl_train:
     input:
-        tasks="results/decontam/clean_tasks.parquet",
-        shards=task_shard_dirs(),
+        unpack(training_task_source),
         model=rl_start_model,
         toolbox="results/images/toolbox.json",
-        images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
     output:
         model=directory("results/models/{model}-tmax"),
         curve="results/rl/{model}/curve.json",
@@ -48,5 +49,6 @@ rule rl_train:
         seed=config["seed"],
         backend=config["sandbox"]["backend"],
         run_dir=lambda wildcards: f"results/rl/{wildcards.model}/run",
+        source=training_task_params,
     script:
         "../scripts/rl_train.py"

@@ -11,10 +11,12 @@ from tmax.rl.stage import rl_train
 
 setup_logging(snakemake.log[0])
 rl = snakemake.params.rl
+source = snakemake.params.source  # the generated tasks, or a prior dataset's
+decontam = snakemake.input.get("decontam")
 rl_train(
     Path(snakemake.input.model),
     Path(snakemake.input.tasks),
-    Path("results/tasks/shards"),
+    Path(source["tasks_root"]),
     Path(snakemake.output.model),
     Path(snakemake.output.curve),
     Path(snakemake.params.run_dir),
@@ -23,4 +25,6 @@ rl_train(
     seed=snakemake.params.seed,
     threads=snakemake.threads,
     backend=snakemake.params.backend,
+    decontam=Path(decontam) if decontam else None,
+    removal=source["removal"],
 )

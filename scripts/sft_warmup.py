@@ -10,6 +10,7 @@ from tmax.logs import setup_logging
 from tmax.rl.stage import sft_warmup
 
 setup_logging(snakemake.log[0])
+decontam = snakemake.input.get("decontam")  # set when the model trains on a prior dataset
 sft_warmup(
     Path(snakemake.input.model),
     Path(snakemake.input.tasks),
@@ -19,4 +20,6 @@ sft_warmup(
     heldout_fraction=snakemake.params.heldout_fraction,
     seed=snakemake.params.seed,
     threads=snakemake.threads,
+    decontam=Path(decontam) if decontam else None,
+    removal=snakemake.params.source["removal"],
 )

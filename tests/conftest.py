@@ -41,3 +41,21 @@ def raw_config(_default_raw: dict[str, Any]) -> dict[str, Any]:
 def config(raw_config: dict[str, Any]) -> dict[str, Any]:
     """The embedded default config, validated and with defaults filled."""
     return validate_config(raw_config)
+
+
+@pytest.fixture(scope="session")
+def small_workflow_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """The embedded default, shrunk, run once locally: (its folder, the jobs its dry run
+    planned). Read-only: a test that reruns or edits copies it first
+    (:func:`tests.workflow.test_snakemake.copy_run`)."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or not (shutil.which("bwrap") and shutil.which("podman")):
+        pytest.skip("the whole DAG validates tasks in sandboxes: needs root, bwrap, podman")
+    from tests.workflow.test_snakemake import copy_workflow, planned_jobs, snakemake
+
+    workdir = copy_workflow(tmp_path_factory.mktemp("small-run"))
+    plan = planned_jobs(workdir)
+    snakemake(workdir)
+    return workdir, plan

@@ -41,3 +41,17 @@ def test_more_steps_continue_the_run_and_a_new_recipe_starts_over(tmp_path: Path
     assert checkpoint.exists()  # what a step computes is unchanged: resume
     _fresh_run_if_inputs_changed(run, model, ["a"], RLSettings(steps=16, learning_rate=1e-5))
     assert not checkpoint.exists()  # another learning rate is another run
+
+
+def test_another_learner_layout_starts_over(tmp_path: Path) -> None:
+    """One process and N DeepSpeed ranks write different checkpoints: moving a run from
+    a laptop to a Slurm job (or to more nodes) starts it again."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    run = tmp_path / "run"
+    checkpoint = run / "checkpoints" / "step-000004"
+    _fresh_run_if_inputs_changed(run, model, ["a"], RLSettings(steps=8), "local")
+    checkpoint.mkdir(parents=True)
+    _fresh_run_if_inputs_changed(run, model, ["a"], RLSettings(steps=8), "deepspeed x2x1")
+    assert not checkpoint.exists()

@@ -204,6 +204,21 @@ class BatchedEngine:
 # transformers (CPU, in process)
 
 
+def load_full_state_dict(model: torch.nn.Module, state_dict: Mapping[str, torch.Tensor]) -> None:
+    """Load a full (gathered) state dict into ``model``. A key the model does not have is
+    an error; a missing key is allowed only for a parameter tied to one that is given (the
+    LM head of tied-embedding models, which the trainer sends once)."""
+    result = model.load_state_dict(dict(state_dict), strict=False)
+    own = model.state_dict()
+    given = {tensor.data_ptr() for name, tensor in own.items() if name in state_dict}
+    missing = [k for k in result.missing_keys if own[k].data_ptr() not in given]
+    if result.unexpected_keys or missing:
+        raise ValueError(
+            "the state dict does not match the model: "
+            f"unexpected {sorted(result.unexpected_keys)[:5]}, missing {missing[:5]}"
+        )
+
+
 class TransformersEngine(BatchedEngine):
     """Sampling with a transformers causal LM in this process (the CPU path).
 
@@ -331,21 +346,12 @@ class TransformersEngine(BatchedEngine):
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Copy the trainer's weights into the engine's model (names as in ``state_dict()``).
 
-        A key the model does not have is an error; a missing key is allowed only for a
-        parameter tied to one that is given (the LM head of tied-embedding models).
+        See :func:`load_full_state_dict` for which keys may be missing.
         """
         import torch
 
         with self._lock, torch.no_grad():
-            result = self.model.load_state_dict(dict(state_dict), strict=False)
-            own = self.model.state_dict()
-            given = {tensor.data_ptr() for name, tensor in own.items() if name in state_dict}
-            missing = [k for k in result.missing_keys if own[k].data_ptr() not in given]
-            if result.unexpected_keys or missing:
-                raise ValueError(
-                    "the state dict does not match the engine's model: "
-                    f"unexpected {sorted(result.unexpected_keys)[:5]}, missing {missing[:5]}"
-                )
+            load_full_state_dict(self.model, state_dict)
             self.policy_version = version
         log.debug("transformers engine now at policy version %d", version)
 

@@ -502,6 +502,14 @@ class DeepSpeedLearner:
 
         if bf16 is None:
             bf16 = torch.cuda.is_available()
+        if not torch.cuda.is_available():
+            # On CPU, DeepSpeed's communication layer would first JIT-compile a
+            # shared-memory all-reduce (minutes of g++) that only tensor-parallel
+            # inference uses; ZeRO training talks through gloo. The op-probe cache is a
+            # mutable dict by design.
+            import deepspeed.ops
+
+            deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
         self.config = deepspeed_config(
             lr=lr,
             zero_stage=zero_stage,

@@ -1,7 +1,9 @@
 """The training stage as the workflow runs it (rules/train.smk).
 
 ``sft_warmup``: the optional SFT warm-up on reference solutions (paper's "SFT trap"
-ablation). ``rl_train``: DPPO on the clean, non-held-out generated tasks. Both write a
+ablation). ``rl_train``: DPPO on the clean, non-held-out generated tasks, or, for the
+RL-dataset ablation, on a prior dataset's converted tasks that its contamination check
+keeps (:func:`choose_dataset_tasks`). Both write a
 servable model folder named after the model (``results/models/<model>-sft``,
 ``results/models/<model>-tmax``) so the evaluation stage can serve and compare them;
 checkpoints live in ``results/rl/<model>/`` outside the declared outputs, so a failed
@@ -47,6 +49,66 @@ def choose_training_tasks(
     return chosen
 
 
+def choose_dataset_tasks(
+    manifest: Path,
+    decontam: Path,
+    *,
+    removal: Mapping[str, Any],
+    limit: int | None,
+    with_solution: bool = False,
+) -> list[dict[str, Any]]:
+    """A prior dataset's training tasks (the RL-dataset ablation), as rows shaped like
+    :func:`choose_training_tasks`'s: its converted tasks (those with a folder) that the
+    contamination rule ``removal`` (``decontamination.remove_*``: ngram, rule,
+    threshold) keeps, as it keeps generated ones. There is no held-out split: the
+    dataset is never evaluated on. With ``limit``, the shortest instructions first,
+    then by id (many datasets ship no reference solution to measure); with
+    ``with_solution``, only tasks that ship ``solution/solve.sh`` (SFT)."""
+    import json
+
+    from tmax.decontam.stage import removal_reasons
+
+    document = json.loads(manifest.read_text(encoding="utf-8"))
+    removed = removal_reasons(json.loads(decontam.read_text(encoding="utf-8")), **removal)
+    rows = []
+    for task in document["tasks"]:
+        if not task.get("path") or task["id"] in removed:
+            continue
+        solve = manifest.parent / task["path"] / "solution" / "solve.sh"
+        files = []
+        if solve.is_file():
+            files.append({"path": "solution/solve.sh", "data": solve.read_bytes()})
+        elif with_solution:
+            continue
+        rows.append({"task_id": task["id"], "instruction": task["instruction"], "files": files})
+    log.info("%s: %d training task(s); %d removed by the contamination rule",
+             document["dataset"], len(rows), len(removed))  # fmt: skip
+    if not rows:
+        what = "converted task with solution/solve.sh" if with_solution else "converted task"
+        raise ValueError(f"{manifest}: no {what} left to train on ({len(removed)} removed)")
+    rows.sort(key=lambda r: (len(r["instruction"]), r["task_id"]))
+    return rows[:limit] if limit is not None else rows
+
+
+def training_rows(
+    tasks: Path,
+    *,
+    heldout_fraction: float,
+    seed: int,
+    limit: int | None,
+    decontam: Path | None = None,
+    removal: Mapping[str, Any] | None = None,
+    with_solution: bool = False,
+) -> list[dict[str, Any]]:
+    """The training tasks: ``tasks`` is the clean generated set (clean_tasks.parquet),
+    or, with ``decontam``, a prior dataset's manifest.json."""
+    if decontam is None:
+        return choose_training_tasks(tasks, heldout_fraction=heldout_fraction, seed=seed,
+                                     limit=limit)  # fmt: skip
+    return choose_dataset_tasks(tasks, decontam, removal=removal or {}, limit=limit,
+                                with_solution=with_solution)  # fmt: skip
+
+
 def solution_of(row: Mapping[str, Any]) -> str:
     for entry in row["files"]:
         if entry["path"] == "solution/solve.sh":
@@ -90,7 +152,7 @@ def harness_settings(rl: Mapping[str, Any]) -> HarnessSettings:
 
 def sft_warmup(
     model_dir: Path,
-    clean_tasks: Path,
+    tasks: Path,
     output: Path,
     curve: Path,
     *,
@@ -98,15 +160,19 @@ def sft_warmup(
     heldout_fraction: float,
     seed: int,
     threads: int = 1,
+    decontam: Path | None = None,
+    removal: Mapping[str, Any] | None = None,
 ) -> list[dict[str, float]]:
-    """SFT on the reference solutions of the training tasks (``threads``: torch's)."""
+    """SFT on the reference solutions of the training tasks (``threads``: torch's);
+    for a prior dataset (``decontam`` given), on those of its tasks that ship one."""
     from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation
 
     torch.set_num_threads(threads)
     sft = rl["sft"]
-    rows = choose_training_tasks(
-        clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
-    )
+    rows = training_rows(
+        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
+        decontam=decontam, removal=removal, with_solution=True,
+    )  # fmt: skip
     model, tokenizer = _load(model_dir)
     settings = harness_settings(rl)
     examples = []
@@ -131,12 +197,13 @@ RESUMABLE_SETTINGS = frozenset(
 
 
 def _fresh_run_if_inputs_changed(
-    run_dir: Path, model_dir: Path, task_ids: Sequence[str], settings: Any
+    run_dir: Path, model_dir: Path, task_ids: Sequence[str], settings: Any, layout: str = "local"
 ) -> None:
-    """Checkpoints resume the same run only: a new start model, task set or recipe
-    (the job reran because an input changed) starts over instead of resuming. Settings
-    that do not change what a step computes (how many steps, how often to checkpoint,
-    micro-batch size, groups in flight) resume: more steps continue the run."""
+    """Checkpoints resume the same run only: a new start model, task set, recipe or
+    learner layout (``layout``: one process, or N DeepSpeed ranks, whose checkpoints
+    differ) starts over instead of resuming. Settings that do not change what a step
+    computes (how many steps, how often to checkpoint, micro-batch size, groups in
+    flight) resume: more steps continue the run."""
     import hashlib
     import json
     from dataclasses import asdict
@@ -145,7 +212,7 @@ def _fresh_run_if_inputs_changed(
     digest = hashlib.sha256()
     for weights in sorted(model_dir.glob("*.safetensors")):
         digest.update(weights.read_bytes())
-    digest.update(json.dumps([list(task_ids), recipe], sort_keys=True).encode())
+    digest.update(json.dumps([list(task_ids), recipe, layout], sort_keys=True).encode())
     fingerprint = digest.hexdigest()
     marker = run_dir / "inputs.sha256"
     if run_dir.exists() and (not marker.exists() or marker.read_text() != fingerprint):
@@ -157,7 +224,7 @@ def _fresh_run_if_inputs_changed(
 
 def rl_train(
     model_dir: Path,
-    clean_tasks: Path,
+    tasks: Path,
     tasks_root: Path,
     output: Path,
     curve: Path,
@@ -168,39 +235,132 @@ def rl_train(
     seed: int,
     backend: str,
     threads: int = 1,
+    decontam: Path | None = None,
+    removal: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """DPPO from ``model_dir`` on the training tasks; resumes from ``run_dir``.
-    ``threads`` is torch's, shared by generation and the optimizer step; the sandboxes'
-    commands and verifiers run in other processes."""
-    from tmax.rl.engine import TransformersEngine
-    from tmax.rl.environments import TaskEnvironment
-    from tmax.rl.learner import LocalLearner
-    from tmax.rl.trainer import RLSettings, Trainer, write_run_summary
+    """DPPO from ``model_dir`` on the training tasks (:func:`training_rows`), whose
+    folders are under ``tasks_root``; resumes from ``run_dir``.
+
+    One process, or, as the command of a Slurm job whose allocation has several tasks,
+    the launcher of one training rank per GPU (per task on CPU) across the allocation
+    (:mod:`tmax.rl.launch`); rank 0 writes ``output``. ``threads`` is torch's per
+    process, shared by generation and the optimizer step; the sandboxes' commands and
+    verifiers run in other processes."""
+    from tmax.rl.launch import default_ranks_per_node, launch_ranks, placement
+    from tmax.rl.trainer import RLSettings, write_run_summary
+
+    where = placement()
+    rows = training_rows(
+        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
+        decontam=decontam, removal=removal,
+    )  # fmt: skip
+    task_ids = [r["task_id"] for r in rows]
+    settings = RLSettings.from_config(rl, seed)
+    arguments = {
+        "model_dir": str(model_dir),
+        "tasks_root": str(tasks_root),
+        "task_ids": task_ids,
+        "output": str(output),
+        "run_dir": str(run_dir),
+        "rl": dict(rl),
+        "seed": seed,
+        "backend": backend,
+        "threads": threads,
+    }
+    if where.role == "launcher":
+        per_node = rl.get("ranks_per_node") or default_ranks_per_node(where)
+        layout = f"deepspeed {where.nodes}x{per_node} zero-{rl['zero_stage']}"
+        _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, layout)
+        launch_ranks(arguments, run_dir, nodes=where.nodes, ranks_per_node=per_node)
+    else:
+        if where.role == "single":
+            _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, "local")
+        train_rank(**arguments)
+    if not output.is_dir():
+        raise RuntimeError(f"training finished without writing {output}")
+    return write_run_summary(run_dir, curve)
+
+
+def train_rank(
+    *,
+    model_dir: str,
+    tasks_root: str,
+    task_ids: Sequence[str],
+    output: str,
+    run_dir: str,
+    rl: Mapping[str, Any],
+    seed: int,
+    backend: str,
+    threads: int,
+) -> None:
+    """One training process: the whole run alone, or one rank of a distributed run.
+
+    Alone it trains with :class:`~tmax.rl.learner.LocalLearner`; as a rank (Slurm's or
+    torchrun's environment, see :func:`tmax.rl.learner.init_distributed`) with
+    :class:`~tmax.rl.learner.DeepSpeedLearner`, ZeRO stage ``rl.zero_stage``. Rank 0
+    holds the sandboxes and the inference engine and writes ``output``.
+    """
+    from tmax.rl.engine import load_full_state_dict
+    from tmax.rl.launch import placement
+    from tmax.rl.learner import DeepSpeedLearner, Learner, LocalLearner, init_distributed
+    from tmax.rl.trainer import RLSettings, Trainer
 
     torch.set_num_threads(threads)
-    rows = choose_training_tasks(
-        clean_tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"]
-    )
-    from tmax.benchmarks import heldout as generated_tasks
+    settings = RLSettings.from_config(rl, seed)
+    model, tokenizer = _load(Path(model_dir))
+    learner: Learner
+    if placement().role == "rank":
+        where = init_distributed()
+        learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
+        main = where.rank == 0
+    else:
+        learner = LocalLearner(model, lr=rl["learning_rate"])
+        main = True
+    engine = env = None
+    if main:
+        engine, env = _rollout_side(Path(model_dir), tokenizer, Path(tasks_root), task_ids,
+                                    rl=rl, backend=backend)  # fmt: skip
+        log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(task_ids),
+                 settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
+    trainer = Trainer(env, engine, learner, settings, Path(run_dir))
+    state = trainer.train()
+    if state.step < settings.steps:
+        raise RuntimeError(f"training stopped at step {state.step} of {settings.steps}")
+    if isinstance(learner, LocalLearner):
+        _save(learner.model, tokenizer, Path(model_dir), Path(output))
+        return
+    weights = learner.full_state_dict()  # collective: every rank takes part
+    if main:
+        final, _ = _load(Path(model_dir))
+        with torch.no_grad():
+            load_full_state_dict(final, weights)
+        _save(final, tokenizer, Path(model_dir), Path(output))
 
-    chosen = generated_tasks(tasks_root, [r["task_id"] for r in rows], name="training tasks")
+
+def _rollout_side(
+    model_dir: Path,
+    tokenizer: Any,
+    tasks_root: Path,
+    task_ids: Sequence[str],
+    *,
+    rl: Mapping[str, Any],
+    backend: str,
+) -> tuple[Any, Any]:
+    """Rank 0's inference engine (``rl.engine``) and sandboxed task environment."""
+    from tmax.benchmarks import heldout as generated_tasks
+    from tmax.rl.engine import TransformersEngine, VLLMEngine
+    from tmax.rl.environments import TaskEnvironment
+
+    chosen = generated_tasks(tasks_root, list(task_ids), name="training tasks")
     dirs = {path.name: path for path in chosen.tasks}
-    model, tokenizer = _load(model_dir)
-    engine = TransformersEngine(model_dir, tokenizer)
-    learner = LocalLearner(model, lr=rl["learning_rate"])
+    if rl["engine"] == "vllm":
+        engine: Any = VLLMEngine(str(model_dir))
+    else:
+        engine = TransformersEngine(model_dir, tokenizer)
     env = TaskEnvironment(
         dirs, tokenizer, harness_settings(rl), backend=backend,
         # Every episode of a group at once by default: their turns share engine batches.
         workers=rl["rollout_workers"] or rl["group_size"],
         run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",
     )  # fmt: skip
-    settings = RLSettings.from_config(rl, seed)
-    _fresh_run_if_inputs_changed(run_dir, model_dir, sorted(dirs), settings)
-    log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(dirs),
-             settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
-    trainer = Trainer(env, engine, learner, settings, run_dir)
-    state = trainer.train()
-    if state.step < settings.steps:
-        raise RuntimeError(f"training stopped at step {state.step} of {settings.steps}")
-    _save(learner.model, tokenizer, model_dir, output)
-    return write_run_summary(run_dir, curve)
+    return engine, env

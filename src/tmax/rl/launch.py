@@ -1,0 +1,212 @@
+"""Training ranks across a Slurm allocation (paper: DeepSpeed ZeRO-3 over the training nodes).
+
+The workflow's ``rl_train`` job is one Slurm job whose allocation holds every training
+node (the slurm profile asks for ``nodes``, one task per node, and ``mpi: srun`` so the
+job's command runs in the batch step instead of inside an ``srun`` of its own). That
+command is the *launcher*: it decides where it stands with :func:`placement` and, in an
+allocation of several tasks, starts the ranks with one ``srun``::
+
+    srun --ntasks=<nodes x ranks per node> --ntasks-per-node=<ranks per node> \\
+         python -m tmax.rl.launch <run_dir>/launch.json
+
+Each rank reads its place from Slurm's environment (``SLURM_PROCID``, ``SLURM_NTASKS``,
+``SLURM_LOCALID``, the step's node list; see :func:`tmax.rl.learner.distributed_env`)
+and joins the process group; rank 0 also holds the sandboxes and the inference engine.
+One rank per GPU on GPU nodes, the allocation's tasks per node on CPU nodes
+(``rl.ranks_per_node`` overrides). ``srun`` forwards SIGTERM (preemption, ``scancel``)
+to every rank; they checkpoint and stop together.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tmax.io import write_json
+
+log = logging.getLogger("tmax.rl")
+
+LAUNCH_FILE = "launch.json"
+"""The ranks' arguments, written by the launcher into the run directory."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What this process is in the training job."""
+
+    role: Literal["single", "launcher", "rank"]
+    nodes: int = 1
+    tasks: int = 1
+
+
+def placement(
+    environ: Mapping[str, str] | None = None,
+    *,
+    describe_job: Callable[[str], Mapping[str, str]] | None = None,
+) -> Placement:
+    """``launcher`` in a Slurm batch step whose allocation has several tasks or nodes (the
+    job's own command: it must start the ranks); ``rank`` inside a job step of several
+    tasks (started by ``srun``, or by a user's own ``srun``/``torchrun``); else ``single``.
+
+    The batch step looks like rank 0 of ``SLURM_NTASKS`` (Slurm sets ``SLURM_PROCID=0``
+    there too); only the absence of ``SLURM_STEP_ID`` tells it apart from a real rank.
+    Snakemake's slurm-jobstep plugin strips every ``SLURM_*`` variable but the job id
+    before it runs a rule, so the allocation's size is asked of Slurm
+    (``describe_job``, default ``scontrol show job``) when the variables are gone.
+    """
+    env = os.environ if environ is None else environ
+    if "RANK" in env and "WORLD_SIZE" in env:
+        return Placement("rank" if int(env["WORLD_SIZE"]) > 1 else "single")
+    if "SLURM_JOB_ID" not in env:
+        return Placement("single")
+    if "SLURM_STEP_ID" in env:
+        tasks = int(env.get("SLURM_NTASKS") or 1)
+        nodes = int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES") or 1)
+        return Placement("rank", nodes, tasks) if tasks > 1 else Placement("single")
+    if "SLURM_NTASKS" in env:
+        tasks = int(env["SLURM_NTASKS"])
+        nodes = int(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES") or 1)
+    else:
+        job = (describe_job or scontrol_job)(env["SLURM_JOB_ID"])
+        tasks, nodes = int(job.get("NumTasks") or 1), int(job.get("NumNodes") or 1)
+    if tasks <= 1 and nodes <= 1:
+        return Placement("single")
+    return Placement("launcher", nodes, tasks)
+
+
+def scontrol_job(job_id: str) -> dict[str, str]:
+    """``scontrol show job -o <id>`` as a dict (``NumNodes``, ``NumTasks``, ...)."""
+    try:
+        result = subprocess.run(["scontrol", "show", "job", "-o", job_id], check=True,
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as error:
+        raise RuntimeError(f"cannot ask Slurm about job {job_id}: {error}") from error
+    return dict(field.split("=", 1) for field in result.stdout.split() if "=" in field)
+
+
+def visible_gpus(environ: Mapping[str, str] | None = None) -> int:
+    """GPUs this node gives the job: Slurm's ``SLURM_GPUS_ON_NODE``, else the count CUDA
+    sees (0 on CPU machines)."""
+    env = os.environ if environ is None else environ
+    if (env.get("SLURM_GPUS_ON_NODE") or "").isdigit():
+        return int(env["SLURM_GPUS_ON_NODE"])
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def srun_command(
+    launch_file: Path,
+    *,
+    nodes: int,
+    ranks_per_node: int,
+    log_dir: Path,
+    python: str = sys.executable,
+) -> list[str]:
+    """The one ``srun`` that starts every rank: ``ranks_per_node`` on each of ``nodes``,
+    each rank's output in ``log_dir/rank<N>.log``; if one rank dies, Slurm kills the
+    rest instead of leaving them waiting in a collective."""
+    if nodes < 1 or ranks_per_node < 1:
+        raise ValueError(f"need at least one node and one rank per node (got {nodes}, "
+                         f"{ranks_per_node})")  # fmt: skip
+    return [
+        "srun",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes * ranks_per_node}",
+        f"--ntasks-per-node={ranks_per_node}",
+        "--kill-on-bad-exit=1",
+        "--cpu-bind=none",
+        f"--output={log_dir / 'rank%t.log'}",
+        python,
+        "-m",
+        "tmax.rl.launch",
+        str(launch_file),
+    ]
+
+
+def default_ranks_per_node(where: Placement) -> int:
+    """One rank per GPU the node gives the job; on CPU nodes the allocation's tasks per
+    node (a CPU test cluster's ``tasks: 2`` on one node trains with two ranks)."""
+    return visible_gpus() or max(1, where.tasks // where.nodes)
+
+
+def launch_ranks(
+    arguments: Mapping[str, Any],
+    run_dir: Path,
+    *,
+    nodes: int,
+    ranks_per_node: int,
+) -> None:
+    """Start ``ranks_per_node`` training ranks on each of ``nodes`` with one ``srun`` and
+    wait for them.
+
+    ``arguments`` are :func:`tmax.rl.stage.train_rank`'s keyword arguments (paths as
+    strings); they are written to ``run_dir/launch.json`` for the ranks to read. A rank
+    that fails makes this raise with the tail of every rank's log.
+    """
+    if shutil.which("srun") is None:
+        raise RuntimeError("srun not found: a multi-task Slurm allocation needs Slurm's srun")
+    log_dir = run_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    launch_file = run_dir / LAUNCH_FILE
+    write_json(launch_file, dict(arguments))
+    command = srun_command(launch_file, nodes=nodes, ranks_per_node=ranks_per_node,
+                           log_dir=log_dir)  # fmt: skip
+    log.info("starting %d training rank(s) on %d node(s): %s", nodes * ranks_per_node, nodes,
+             " ".join(command))  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(arguments.get("threads", 1))),
+        # Ranks import tmax from the same tree as the launcher (a bare env, --sdm conda).
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep),
+    }
+    process = subprocess.Popen(command, env=env)
+    # Preemption or scancel reaches the batch step first: pass it on to the ranks (srun
+    # forwards SIGTERM to every task), which checkpoint and exit.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signum))
+    try:
+        code = process.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if code != 0:
+        raise RuntimeError(
+            f"training ranks failed (srun exit status {code}):\n" + rank_log_tails(log_dir)
+        )
+
+
+def rank_log_tails(log_dir: Path, lines: int = 20) -> str:
+    parts = []
+    for path in sorted(log_dir.glob("rank*.log")):
+        tail = path.read_text(errors="replace").splitlines()[-lines:]
+        parts.append(f"--- {path}\n" + "\n".join(tail))
+    return "\n".join(parts) or f"(no rank logs in {log_dir})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """One rank: ``python -m tmax.rl.launch <run_dir>/launch.json``."""
+    from tmax.logs import setup_logging
+    from tmax.rl.stage import train_rank
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m tmax.rl.launch <run_dir>/launch.json", file=sys.stderr)
+        return 2
+    arguments = json.loads(Path(args[0]).read_text())
+    setup_logging(None)
+    train_rank(**arguments)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

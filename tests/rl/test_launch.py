@@ -1,0 +1,57 @@
+"""Where a training process stands in a Slurm job, and the srun line that starts the ranks
+(the real launch on a local Slurm cluster is in tests/slurm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tmax.rl.launch import Placement, placement, rank_log_tails, srun_command
+
+BATCH_STEP = {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "2", "SLURM_PROCID": "0",
+              "SLURM_JOB_NUM_NODES": "2"}  # fmt: skip
+"""What Slurm sets in a job's batch step: it looks like rank 0 of 2, but is not a rank."""
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, Placement("single")),
+        ({"SLURM_JOB_ID": "7", "SLURM_NTASKS": "1", "SLURM_PROCID": "0"}, Placement("single")),
+        # a one-task job step (how the slurm plugin runs every other rule)
+        ({"SLURM_JOB_ID": "7", "SLURM_NTASKS": "1", "SLURM_STEP_ID": "0"}, Placement("single")),
+        # the batch step after Snakemake's jobstep plugin stripped SLURM_* but the job id
+        ({"SLURM_JOB_ID": "8"}, Placement("launcher", nodes=2, tasks=2)),
+        ({"SLURM_JOB_ID": "9"}, Placement("single")),
+        (BATCH_STEP, Placement("launcher", nodes=2, tasks=2)),
+        ({**BATCH_STEP, "SLURM_STEP_ID": "0"}, Placement("rank", nodes=2, tasks=2)),
+        # torchrun's variables decide (srun ... torchrun keeps Slurm's too)
+        ({**BATCH_STEP, "RANK": "1", "WORLD_SIZE": "4"}, Placement("rank")),
+        ({"RANK": "0", "WORLD_SIZE": "1"}, Placement("single")),
+    ],
+)
+def test_placement_tells_the_batch_step_from_a_rank(
+    environ: dict[str, str], expected: Placement
+) -> None:
+    jobs = {"8": {"NumNodes": "2", "NumTasks": "2"}, "9": {"NumNodes": "1", "NumTasks": "1"}}
+    assert placement(environ, describe_job=jobs.__getitem__) == expected
+
+
+def test_srun_starts_ranks_per_node_on_every_node(tmp_path: Path) -> None:
+    command = srun_command(tmp_path / "launch.json", nodes=2, ranks_per_node=8,
+                           log_dir=tmp_path / "logs", python="python")  # fmt: skip
+    assert command[:6] == ["srun", "--nodes=2", "--ntasks=16", "--ntasks-per-node=8",
+                           "--kill-on-bad-exit=1", "--cpu-bind=none"]  # fmt: skip
+    assert f"--output={tmp_path / 'logs' / 'rank%t.log'}" in command
+    assert command[-3:] == ["-m", "tmax.rl.launch", str(tmp_path / "launch.json")]
+    with pytest.raises(ValueError, match="at least one node"):
+        srun_command(tmp_path / "launch.json", nodes=2, ranks_per_node=0, log_dir=tmp_path)
+
+
+def test_a_failed_launch_quotes_every_rank_log(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text("step 1\nRuntimeError: boom\n")
+    (tmp_path / "rank1.log").write_text("waiting\n")
+    tails = rank_log_tails(tmp_path)
+    assert "rank0.log" in tails and "RuntimeError: boom" in tails and "rank1.log" in tails
+    assert "no rank logs" in rank_log_tails(tmp_path / "missing")

@@ -1,0 +1,246 @@
+"""A real one-node Slurm cluster on localhost, for the tests and the benchmark.
+
+Debian's slurmctld, slurmd and munge (installed by ``./setup.sh test`` when root) are
+started with a one-node slurm.conf, and stopped afterwards. The configuration is
+installed as /etc/slurm/slurm.conf only while the cluster runs, as on a real cluster:
+Snakemake's slurm-jobstep plugin strips ``SLURM_CONF`` (with every ``SLURM_*`` variable
+but the job id) from a rule's environment, so the ``srun`` inside a job must find it
+there. It is removed on stop because with a system-wide slurm.conf and no controller,
+the slurm plugin's ``scontrol`` call at import makes *every* ``snakemake`` command 10 s
+slower. A slurm.conf that this module did not write is never touched: the cluster
+refuses to start instead.
+
+The node declares more CPUs than the machine has (``config_overrides``) so that a
+workflow's small jobs can run side by side, as they do with ``--cores`` locally.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+PARTITION = "debug"
+SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
+MARKER = "# written by tmax-repro tests/slurm/cluster.py; removed when the cluster stops"
+DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "srun", "squeue", "scontrol")
+
+
+class SlurmUnavailable(RuntimeError):
+    """Slurm cannot run here (not root, or its Debian packages are missing)."""
+
+
+def missing_requirements() -> str | None:
+    """Why a local cluster cannot start here, or None when it can."""
+    if os.geteuid() != 0:
+        return "starting slurmctld/slurmd needs root"
+    absent = [name for name in DAEMONS if shutil.which(name, path=_sbin_path()) is None]
+    if absent:
+        return (
+            "Slurm is not installed (missing: " + ", ".join(absent) + "); "
+            "as root, ./setup.sh test installs slurmctld slurmd slurm-client munge"
+        )
+    if SYSTEM_CONF.exists() and not SYSTEM_CONF.read_text().startswith(MARKER):
+        return f"{SYSTEM_CONF} belongs to another Slurm installation; not starting a test cluster"
+    return None
+
+
+def _sbin_path() -> str:
+    return os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+
+
+def _memory_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    raise RuntimeError("cannot read MemTotal from /proc/meminfo")
+
+
+def slurm_conf(root: Path, *, node: str, cpus: int, memory_mb: int) -> str:
+    """A one-node, one-partition configuration with everything under ``root``."""
+    return "\n".join(
+        [
+            MARKER,
+            "ClusterName=tmax-local",
+            f"SlurmctldHost={node}",
+            "SlurmUser=root",
+            "AuthType=auth/munge",
+            f"StateSaveLocation={root / 'state'}",
+            f"SlurmdSpoolDir={root / 'spool'}",
+            f"SlurmctldPidFile={root / 'slurmctld.pid'}",
+            f"SlurmdPidFile={root / 'slurmd.pid'}",
+            f"SlurmctldLogFile={root / 'slurmctld.log'}",
+            f"SlurmdLogFile={root / 'slurmd.log'}",
+            # No cgroups: the process tracker and task plugin that need nothing.
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "MpiDefault=none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core_Memory",
+            "SchedulerType=sched/backfill",
+            "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "JobCompType=jobcomp/none",
+            "ReturnToService=2",
+            # Finished jobs stay visible to squeue (no slurmdbd, so no sacct).
+            "MinJobAge=600",
+            "SlurmdParameters=config_overrides",
+            "SlurmctldTimeout=30",
+            "SlurmdTimeout=30",
+            "InactiveLimit=0",
+            "KillWait=5",
+            f"NodeName={node} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+            f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ]
+    )
+
+
+class LocalSlurm:
+    """slurmctld + slurmd (+ munged when it is not running) on this host."""
+
+    def __init__(self, root: Path, *, cpus: int = 8, memory_mb: int | None = None) -> None:
+        self.root = root
+        self.node = socket.gethostname().split(".")[0]
+        self.cpus = cpus
+        self.memory_mb = memory_mb or max(2000, _memory_mb() - 2000)
+        self.conf = root / "slurm.conf"
+        self._daemons: list[subprocess.Popen[bytes]] = []
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """An environment whose Slurm commands talk to this cluster."""
+        env = dict(os.environ if base is None else base)
+        env["SLURM_CONF"] = str(self.conf)
+        env["PATH"] = _sbin_path()
+        return env
+
+    def start(self, timeout: float = 60.0) -> LocalSlurm:
+        reason = missing_requirements()
+        if reason:
+            raise SlurmUnavailable(reason)
+        for folder in ("state", "spool"):
+            (self.root / folder).mkdir(parents=True, exist_ok=True)
+        self.conf.write_text(
+            slurm_conf(self.root, node=self.node, cpus=self.cpus, memory_mb=self.memory_mb)
+        )
+        SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.conf, SYSTEM_CONF)
+        try:
+            self._start_munge()
+            env = self.env()
+            for command in (
+                ["slurmctld", "-D", "-i", "-f", str(self.conf)],
+                ["slurmd", "-D", "-f", str(self.conf)],
+            ):
+                log = (self.root / f"{command[0]}.out").open("wb")
+                self._daemons.append(
+                    subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+                )
+            self._wait_idle(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_munge(self) -> None:
+        if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode == 0:
+            return
+        for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            shutil.chown(folder, "munge", "munge")
+        subprocess.run(
+            ["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True, capture_output=True
+        )
+
+    def _wait_idle(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            for daemon in self._daemons:
+                if daemon.poll() is not None:
+                    raise RuntimeError(f"{daemon.args[0]} exited:\n{self.logs()}")
+            result = subprocess.run(
+                ["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, env=self.env()
+            )
+            state = result.stdout.strip()
+            if result.returncode == 0 and state.startswith("idle"):
+                return
+            time.sleep(0.5)
+        raise RuntimeError(
+            f"the Slurm node is not idle after {timeout:.0f} s ({state!r}):\n{self.logs()}"
+        )
+
+    def logs(self, lines: int = 30) -> str:
+        parts = []
+        for name in ("slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out"):
+            path = self.root / name
+            if path.exists():
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- {name}\n" + "\n".join(tail))
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        """Cancel what is left and stop both daemons (munged stays: it is harmless)."""
+        if self._daemons:
+            subprocess.run(["scancel", "--full", "-u", "root"], env=self.env(), capture_output=True)
+        for daemon in reversed(self._daemons):
+            daemon.terminate()
+        for daemon in reversed(self._daemons):
+            try:
+                daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        self._daemons.clear()
+        if SYSTEM_CONF.exists() and SYSTEM_CONF.read_text().startswith(MARKER):
+            SYSTEM_CONF.unlink()
+
+    def __enter__(self) -> LocalSlurm:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+GPU_KEYS = ("gpu", "gpu_model", "gres", "cpus_per_gpu", "slurm_partition", "slurm_account")
+
+
+def fit_profile(
+    profile: dict, *, configfile: str, cpus: int = 2, mem_mb: str = "1000 * attempt"
+) -> dict:
+    """The project's slurm profile, cut down to what this cluster can give.
+
+    Everything that shapes how the workflow runs on Slurm stays (executor, retries,
+    rerun triggers, job groups, log folder, the training job's ``mpi``/``tasks``); what
+    no laptop has goes: partitions and accounts (the local one is the default), GPUs,
+    several nodes, and memory beyond ``mem_mb`` (still doubled on a retry). Status is
+    polled with squeue (no slurmdbd here) and early, so small jobs do not wait 40 s.
+    """
+    fitted = dict(profile)
+    fitted["configfile"] = configfile
+    fitted["slurm-status-command"] = "squeue"
+    fitted["slurm-init-seconds-before-status-checks"] = 2
+    fitted["latency-wait"] = 5
+    defaults = {k: v for k, v in fitted.get("default-resources", {}).items() if k not in GPU_KEYS}
+    defaults.update(mem_mb=mem_mb, cpus_per_task=1)
+    fitted["default-resources"] = defaults
+    rules = {}
+    for rule, resources in fitted.get("set-resources", {}).items():
+        kept = {k: v for k, v in resources.items() if k not in GPU_KEYS}
+        kept["mem_mb"] = mem_mb
+        if "cpus_per_task" in kept:
+            kept["cpus_per_task"] = min(int(kept["cpus_per_task"]), cpus)
+        if "nodes" in kept:
+            kept["nodes"] = 1
+        rules[rule] = kept
+    fitted["set-resources"] = rules
+    return fitted

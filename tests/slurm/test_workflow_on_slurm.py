@@ -1,0 +1,229 @@
+"""`snakemake --profile slurm` on a real one-node Slurm cluster (slurmctld + slurmd on
+localhost): every job is an sbatch job, training runs as srun-launched ranks, a
+cancelled job is retried with more memory and resumes from its checkpoint, and a
+changed parameter resubmits only what depends on it.
+
+The profile is the project's ``slurm/config.yaml`` with only what this machine cannot
+give cut down (:func:`tests.slurm.cluster.fit_profile`); the workflow is the shrunk
+embedded default of tests/workflow with a second model size.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.slurm.cluster import LocalSlurm, fit_profile, missing_requirements
+from tests.workflow.test_snakemake import copy_workflow, edit_config, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+PROFILE = "slurm-local"
+MODELS = [
+    {"name": "tiny-qwen3", "path": "tiny-qwen3"},
+    {"name": "tiny-qwen3-b", "path": "tiny-qwen3"},
+]
+"""Two model sizes (the same tiny model twice): a change to one must leave the other."""
+RUN_TIMEOUT_S = 1500
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    reason = missing_requirements()
+    if reason:
+        pytest.skip(reason)
+    with LocalSlurm(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
+
+
+def on_slurm(workdir: Path, *args: str) -> str:
+    result = snakemake(workdir, "--profile", PROFILE, *args, timeout=RUN_TIMEOUT_S)
+    return result.stdout + result.stderr
+
+
+def slurm_jobs(cluster: LocalSlurm) -> list[dict[str, str]]:
+    """Every job the controller remembers (MinJobAge keeps finished ones for 10 min)."""
+    result = subprocess.run(
+        ["squeue", "--states=all", "-h", "-o", "%i|%k|%m|%T"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=cluster.env(),
+    )
+    jobs = []
+    for line in result.stdout.splitlines():
+        job_id, comment, memory, state = line.split("|")
+        jobs.append({"id": job_id, "comment": comment, "memory": memory, "state": state})
+    return sorted(jobs, key=lambda job: int(job["id"]))
+
+
+def job_logs(workdir: Path) -> dict[str, int]:
+    """Slurm job logs the plugin kept, counted by rule (group jobs by group name)."""
+    counts: dict[str, int] = {}
+    for log in (workdir / "results/logs/slurm").rglob("*.log"):
+        top = log.relative_to(workdir / "results/logs/slurm").parts[0]
+        name = top.removeprefix("rule_").removeprefix("group_")
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+@pytest.fixture(scope="module")
+def slurm_workflow(
+    cluster: LocalSlurm, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, int]]:
+    """The workflow run once through the slurm profile: (its folder, the planned jobs)."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("slurm-workflow"))
+    edit_config(workdir, lambda c: c.update(models=MODELS))
+    profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())
+    fitted = fit_profile(profile, configfile=str(workdir / "config.yaml"))
+    (workdir / PROFILE).mkdir()
+    (workdir / PROFILE / "config.yaml").write_text(yaml.safe_dump(fitted, sort_keys=False))
+    plan = planned_jobs(workdir, "--profile", PROFILE)
+    on_slurm(workdir)
+    return workdir, plan
+
+
+def test_every_job_is_submitted_to_slurm(slurm_workflow: tuple[Path, dict[str, int]]) -> None:
+    workdir, plan = slurm_workflow
+    submitted = job_logs(workdir)
+    # The profile groups sample_specs shards into one job ("sampling").
+    expected = {rule: n for rule, n in plan.items() if rule not in ("all", "sample_specs")}
+    expected["sampling_sample_specs"] = 1
+    assert submitted == expected
+    assert plan["rl_train"] == 2 and plan["evaluate"] == 2
+
+
+def _table(path: Path) -> list[dict]:
+    return pq.read_table(path).to_pylist()
+
+
+def test_outputs_equal_a_local_run(
+    slurm_workflow: tuple[Path, dict[str, int]],
+    small_workflow_run: tuple[Path, dict[str, int]],
+) -> None:
+    """The data side is deterministic: specs, tasks, checks and reports are the local
+    run's exactly; the trained models exist with the same files."""
+    workdir, _ = slurm_workflow
+    local, _ = small_workflow_run
+    for table in ("specs/specs.parquet", "tasks/tasks.parquet", "decontam/clean_tasks.parquet"):
+        assert _table(workdir / "results" / table) == _table(local / "results" / table), table
+    for report in ("specs/balance.json", "tasks/report.json", "decontam/report.json",
+                   "decontam/removed.json", "eval/benchmarks/heldout.json"):  # fmt: skip
+        mine = json.loads((workdir / "results" / report).read_text())
+        theirs = json.loads((local / "results" / report).read_text())
+        if report.startswith("eval/benchmarks"):  # names the folder it read: ours differ
+            mine.pop("source"), theirs.pop("source")
+        assert mine == theirs, report
+    for model in ("tiny-qwen3", "tiny-qwen3-sft", "tiny-qwen3-tmax", "tiny-qwen3-b-tmax"):
+        files = {p.name for p in (workdir / "results/models" / model).iterdir()}
+        assert {"config.json", "model.safetensors", "tokenizer.json"} <= files, model
+    tables = (workdir / "results/report/tables.md").read_text()
+    assert "tiny-qwen3-tmax" in tables and "tiny-qwen3-b-tmax" in tables
+
+
+def test_training_runs_as_srun_ranks_across_the_allocation(
+    slurm_workflow: tuple[Path, dict[str, int]],
+) -> None:
+    workdir, _ = slurm_workflow
+    for model in ("tiny-qwen3", "tiny-qwen3-b"):
+        run = workdir / "results/rl" / model / "run"
+        launcher = (workdir / "results/logs/rl" / model / "train.log").read_text()
+        assert "starting 2 training rank(s) on 1 node(s): srun" in launcher
+        for rank in (0, 1):
+            log = (run / "logs" / f"rank{rank}.log").read_text()
+            assert f"joined gloo process group: rank {rank} of 2" in log and "(slurm)" in log
+        # Both ranks wrote their ZeRO-3 shards into each checkpoint.
+        shards = list((run / "checkpoints/step-000002/learner").rglob("*zero_pp_rank_*"))
+        assert {p.name.split("zero_pp_rank_")[1][0] for p in shards} == {"0", "1"}
+        curve = json.loads((workdir / "results/rl" / model / "curve.json").read_text())
+        assert curve["steps"] == 2
+
+
+def test_changed_rl_parameter_resubmits_only_that_size(
+    slurm_workflow: tuple[Path, dict[str, int]],
+) -> None:
+    workdir, _ = slurm_workflow
+    untouched = workdir / "results/models/tiny-qwen3-tmax/model.safetensors"
+    before = untouched.stat().st_mtime_ns
+    logs_before = job_logs(workdir)
+
+    def faster_b(config: dict) -> None:
+        config["models"][1]["rl"] = {"learning_rate": 5.0e-4}
+
+    edit_config(workdir, faster_b)
+    plan = planned_jobs(workdir, "--profile", PROFILE)
+    assert plan == {
+        "rl_train": 1,
+        "evaluate": 1,
+        "eval_metrics": 1,
+        "eval_summary": 1,
+        "report_tables": 1,
+        "report_figures": 1,
+        "report_provenance": 1,
+        "all": 1,
+    }
+    output = on_slurm(workdir)
+    assert "rl_train_wildcards_tiny-qwen3-b" in output or "tiny-qwen3-b" in output
+    new = {r: n - logs_before.get(r, 0) for r, n in job_logs(workdir).items()}
+    assert {r: n for r, n in new.items() if n} == {r: n for r, n in plan.items() if r != "all"}
+    assert untouched.stat().st_mtime_ns == before
+    assert planned_jobs(workdir, "--profile", PROFILE) == {}
+
+
+def test_cancelled_training_is_retried_with_more_memory_and_resumes(
+    slurm_workflow: tuple[Path, dict[str, int]], cluster: LocalSlurm
+) -> None:
+    """scancel in the middle of training (as a preemption would): no half-written model
+    appears, Snakemake resubmits the job with twice the memory, and the new attempt
+    continues from the last checkpoint instead of step 0."""
+    workdir, _ = slurm_workflow
+    run = workdir / "results/rl/tiny-qwen3/run"
+    output = workdir / "results/models/tiny-qwen3-tmax"
+    # Two more steps: a resumable setting, so training continues from step 2.
+    edit_config(workdir, lambda c: c["rl"].update(steps=4))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--profile", PROFILE, "--until", "rl_train"],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not (run / "checkpoints/step-000003").exists():
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert time.monotonic() < deadline, "training never reached step 3"
+            time.sleep(0.5)
+        running = [
+            job
+            for job in slurm_jobs(cluster)
+            if job["comment"] == "rule_rl_train_wildcards_tiny-qwen3" and job["state"] == "RUNNING"
+        ]
+        assert len(running) == 1, slurm_jobs(cluster)
+        subprocess.run(["scancel", running[0]["id"]], check=True, env=cluster.env())
+        assert not output.exists()  # removed before the job started, written only at the end
+        log, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, log[-6000:]
+    attempts = [
+        job for job in slurm_jobs(cluster) if job["comment"] == "rule_rl_train_wildcards_tiny-qwen3"
+    ]
+    cancelled, retried = attempts[-2:]
+    assert cancelled["id"] == running[0]["id"] and cancelled["state"] == "CANCELLED"
+    assert (cancelled["memory"], retried["memory"]) == ("1000M", "2000M")
+    assert retried["state"] == "COMPLETED"
+    resumed = (run / "logs/rank0.log").read_text()
+    assert "resumed from" in resumed and ("(step 3)" in resumed or "(step 4)" in resumed)
+    curve = json.loads((workdir / "results/rl/tiny-qwen3/curve.json").read_text())
+    assert [entry["step"] for entry in curve["curve"]] == [1, 2, 3, 4]
+    assert (output / "model.safetensors").exists()
