@@ -81,10 +81,11 @@ def overhead(tmp: Path, chain: int, fan: int) -> None:
     sbatch = [timed(["sbatch", "--wait", "-o", "/dev/null", str(floor_script)], tmp)
               for _ in range(3)]  # fmt: skip
     print(f"  bare sbatch --wait of an empty job:   {min(sbatch):6.2f} s (best of 3)")
+    targets = {"chain": [f"chain/{chain - 1}.txt"], "fan": [f"fan/{i}.txt" for i in range(fan)]}
     for part, jobs in (("chain", chain), ("fan", fan)):
-        local = timed(snakemake("--cores", "2", "--until", part),
+        local = timed(snakemake("--cores", "2", *targets[part]),
                       toy_workflow(tmp / f"local-{part}", chain, fan))  # fmt: skip
-        slurm = timed(snakemake(*SLURM_ARGS, "--until", part),
+        slurm = timed(snakemake(*SLURM_ARGS, *targets[part]),
                       toy_workflow(tmp / f"slurm-{part}", chain, fan))  # fmt: skip
         print(f"  {part:5} local {local:6.1f} s, slurm {slurm:6.1f} s: "
               f"{(slurm - local) / jobs:5.1f} s per job ({slurm / local:.1f}x)")  # fmt: skip
