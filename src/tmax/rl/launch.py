@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     arguments = json.loads(Path(args[0]).read_text())
     setup_logging(None)
+    # torch.distributed names its old collectives (which DeepSpeed calls) at every step.
+    warnings.filterwarnings("ignore", message=r"`torch\.distributed\..*` is deprecated")
     train_rank(**arguments)
     return 0
 
