@@ -19,7 +19,6 @@ A one-node cluster is started on localhost (tests/slurm/cluster.py) and stopped 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.slurm.cluster import LocalSlurm, missing_requirements  # noqa: E402
+from tests.workflow.test_snakemake import copy_workflow  # noqa: E402
 
 TOY = """
 rule all:
@@ -92,15 +92,8 @@ def overhead(tmp: Path, chain: int, fan: int) -> None:
 
 
 def dry_run(tmp: Path) -> None:
-    copy = tmp / "workflow"
-    for name in ("Snakefile", "config.yaml", "configs", "rules", "scripts", "envs",
-                 "profiles", "slurm", "src"):  # fmt: skip
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            copy.mkdir(exist_ok=True)
-            shutil.copy2(source, copy / name)
+    (tmp / "workflow").mkdir()
+    copy = copy_workflow(tmp / "workflow", small=False)
     baseline = min(timed(snakemake("-n", "--cores", "2"), copy) for _ in range(2))
     paper = min(timed(snakemake("--profile", "slurm", "-n"), copy) for _ in range(2))
     result = subprocess.run(snakemake("--profile", "slurm", "-n"), cwd=copy,

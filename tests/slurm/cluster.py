@@ -27,7 +27,8 @@ from types import TracebackType
 PARTITION = "debug"
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 MARKER = "# written by tmax-repro tests/slurm/cluster.py; removed when the cluster stops"
-DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "srun", "squeue", "scontrol")
+COMMANDS = ("slurmctld", "slurmd", "munged", "sbatch", "srun", "squeue", "scontrol")
+"""What a local cluster needs: its daemons and the clients the tests call."""
 
 
 class SlurmUnavailable(RuntimeError):
@@ -38,7 +39,7 @@ def missing_requirements() -> str | None:
     """Why a local cluster cannot start here, or None when it can."""
     if os.geteuid() != 0:
         return "starting slurmctld/slurmd needs root"
-    absent = [name for name in DAEMONS if shutil.which(name, path=_sbin_path()) is None]
+    absent = [name for name in COMMANDS if shutil.which(name, path=_sbin_path()) is None]
     if absent:
         return (
             "Slurm is not installed (missing: " + ", ".join(absent) + "); "

@@ -271,11 +271,12 @@ def rl_train(
         per_node = rl.get("ranks_per_node") or default_ranks_per_node(where)
         layout = f"deepspeed {where.nodes}x{per_node} zero-{rl['zero_stage']}"
         _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, layout)
-        launch_ranks(arguments, run_dir, nodes=where.nodes, ranks_per_node=per_node)
+        launch_ranks({**arguments, "distributed": True}, run_dir, nodes=where.nodes,
+                     ranks_per_node=per_node)  # fmt: skip
     else:
         if where.role == "single":
             _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, "local")
-        train_rank(**arguments)
+        train_rank(**arguments, distributed=where.role == "rank")
     if not output.is_dir():
         raise RuntimeError(f"training finished without writing {output}")
     return write_run_summary(run_dir, curve)
@@ -292,16 +293,17 @@ def train_rank(
     seed: int,
     backend: str,
     threads: int,
+    distributed: bool,
 ) -> None:
     """One training process: the whole run alone, or one rank of a distributed run.
 
-    Alone it trains with :class:`~tmax.rl.learner.LocalLearner`; as a rank (Slurm's or
-    torchrun's environment, see :func:`tmax.rl.learner.init_distributed`) with
+    Alone it trains with :class:`~tmax.rl.learner.LocalLearner`; as a rank
+    (``distributed``: Slurm's or torchrun's environment, see
+    :func:`tmax.rl.learner.init_distributed`) with
     :class:`~tmax.rl.learner.DeepSpeedLearner`, ZeRO stage ``rl.zero_stage``. Rank 0
     holds the sandboxes and the inference engine and writes ``output``.
     """
     from tmax.rl.engine import load_full_state_dict
-    from tmax.rl.launch import placement
     from tmax.rl.learner import DeepSpeedLearner, Learner, LocalLearner, init_distributed
     from tmax.rl.trainer import RLSettings, Trainer
 
@@ -309,7 +311,7 @@ def train_rank(
     settings = RLSettings.from_config(rl, seed)
     model, tokenizer = _load(Path(model_dir))
     learner: Learner
-    if placement().role == "rank":
+    if distributed:
         where = init_distributed()
         learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
         main = where.rank == 0
