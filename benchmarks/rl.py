@@ -12,6 +12,8 @@ engine's sampling loop (which also returns the behaviour log-probs) against
 ``model.generate(do_sample=True, top_k=0)`` on the same prompts. Episode threads: as
 many threads as a group has episodes, each asking for one prompt per call (what
 rollouts do), through the engine's request batching against one call at a time.
+Engine servers: the same threads through 1 and 2 engine servers in other processes
+(the inference nodes' path) against the engine in this process, and the weight push.
 """
 
 from __future__ import annotations
@@ -149,6 +151,49 @@ def episode_threads(model_dir: Path, repeats: int, new_tokens: int, threads: int
     print(f"merged into batches: {n / merged:8.0f} tokens/s = {alone / merged:.2f}x")
 
 
+def engine_servers(model_dir: Path, repeats: int, new_tokens: int, threads: int) -> None:
+    """The episode workload of :func:`episode_threads` through engine servers in other
+    processes (tmax.rl.remote: TCP per call, one torch thread each) against the engine
+    in this process, and a weight push over the gloo group against an in-process load."""
+    import tempfile
+
+    from tmax.rl.remote import RemoteEngine, local_servers, read_authkey
+
+    prompts = [[11 + i, 200 + i, 37, 99, 5, 1000 + i] * 20 for i in range(threads)]
+
+    def run(engine: object) -> None:
+        def episode(index: int) -> None:
+            for turn in range(4):
+                engine.generate([prompts[index]], max_tokens=new_tokens, temperature=1.0,  # type: ignore[attr-defined]
+                                stop_token_ids=[], seed=index * 10 + turn)  # fmt: skip
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(episode, range(threads)))
+
+    local = TransformersEngine(model_dir)
+    weights = {k: v.clone() for k, v in local.model.state_dict().items()}
+    run(local)
+    in_process = median_time(lambda: run(local), repeats)
+    load = median_time(lambda: local.update_weights(weights, 1), repeats)
+    n = threads * 4 * new_tokens
+    print(f"engine servers: the same {threads} threads x 4 turns x {new_tokens} new tokens")
+    print(f"engine in this process   : {n / in_process:8.0f} tokens/s")
+    for count in (1, 2):
+        settings = {"model_dir": str(model_dir), "engine": "transformers", "threads": 1}
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            local_servers(Path(folder), settings, count) as addresses,
+        ):
+            remote = RemoteEngine(addresses, read_authkey(Path(folder)), host="127.0.0.1")
+            run(remote)
+            elapsed = median_time(lambda: run(remote), repeats)  # noqa: B023
+            push = median_time(lambda: remote.update_weights(weights, 1), repeats)  # noqa: B023
+            remote.close()
+        print(f"{count} engine server(s)     : {n / elapsed:8.0f} tokens/s = "
+              f"{in_process / elapsed:.2f}x; weight push {push * 1000:.0f} ms "
+              f"(in-process load {load * 1000:.0f} ms)")  # fmt: skip
+
+
 def from_results(results: Path) -> None:
     for run in sorted((results / "rl").glob("*/curve.json")):
         model = run.parent.name
@@ -183,6 +228,7 @@ def main() -> None:
     trainer_vs_cross_entropy(model_dir, repeats, length=256 if args.quick else 1024)
     rollouts_vs_generate(model_dir, repeats, new_tokens=32 if args.quick else 128)
     episode_threads(model_dir, repeats, new_tokens=32 if args.quick else 128, threads=4)
+    engine_servers(model_dir, repeats, new_tokens=32 if args.quick else 128, threads=4)
 
 
 if __name__ == "__main__":

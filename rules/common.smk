@@ -13,6 +13,7 @@ from tmax.generate.fingerprint import (  # noqa: E402
     generator_fingerprint,
     validator_fingerprint,
 )
+from tmax.rl.select import snapshot_steps  # noqa: E402
 from tmax.sandbox import images  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
@@ -123,6 +124,7 @@ wildcard_constraints:
     tiny="|".join(TINY_MODELS),
     benchmark="heldout|terminal-bench-2.0|tb-lite|swe-bench-verified|aime",
     harness="tmax|terminus-2|mini-swe-agent|openhands",
+    step=r"\d+",
     run=r"\d+",
 
 
@@ -146,6 +148,52 @@ def model_dir(wildcards):
 def rl_config(name):
     """The rl section with the model's own overrides (``models[].rl``) applied."""
     return {**config["rl"], **MODELS[name].get("rl", {})}
+
+
+def training_job(name):
+    """Nodes and Slurm tasks of a model's training job: training ranks' nodes (one task
+    each, or rl.ranks_per_node) and engine servers' nodes (one task each, or
+    rl.engines_per_node). On GPU nodes the ranks and engines per node follow the GPUs.
+    """
+    rl = rl_config(name)
+    training, inference = rl["training_nodes"], rl["inference_nodes"]
+    tasks = training * (rl["ranks_per_node"] or 1)
+    tasks += inference * (rl["engines_per_node"] or 1)
+    return {"nodes": training + inference, "tasks": tasks}
+
+
+def selection_steps(name):
+    """The training steps whose snapshots are kept."""
+    rl = rl_config(name)
+    return snapshot_steps(rl["steps"], rl["select_every"])
+
+
+def selection_settings(name):
+    """What the trained model is chosen on, or None (the last step's snapshot)."""
+    rl = rl_config(name)
+    if not rl["select_every"]:
+        return None
+    return {
+        key: rl[key] for key in ("select_benchmark", "select_harness", "select_runs")
+    }
+
+
+def selection_runs(name):
+    """{step: [run files]} of the snapshot evaluations (empty: no selection)."""
+    on = selection_settings(name)
+    if on is None:
+        return {}
+    return {
+        step: [
+            f"results/rl/{name}/selection/step{step}/run{run}.json"
+            for run in range(on["select_runs"])
+        ]
+        for step in selection_steps(name)
+    }
+
+
+def selection_run_files(wildcards):
+    return [f for files in selection_runs(wildcards.model).values() for f in files]
 
 
 def sft_params(name):

@@ -50,6 +50,9 @@ rule report_tables:
 rule report_figures:
     input:
         curves=expand("results/rl/{model}/curve.json", model=report_trained_models()),
+        selections=expand(
+            "results/rl/{model}/selection.json", model=report_trained_models()
+        ),
         tasks="results/tasks/report.json",
         decontam="results/decontam/report.json",
     output:

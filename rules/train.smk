@@ -3,6 +3,8 @@
 # `rl_data: <dataset>` (the RL-dataset ablation), on that prior dataset's converted
 # tasks that pass the same contamination rule. Checkpoints and metrics live in
 # results/rl/<model>/ beside the declared outputs: a failed or preempted job resumes.
+# The trained model is the snapshot that scores best on rl.select_benchmark (paper:
+# TB-Lite, every 100 steps), or the last step's when rl.select_every is not set.
 
 
 rule sft_warmup:
@@ -34,7 +36,8 @@ rule rl_train:
         model=rl_start_model,
         toolbox="results/images/toolbox.json",
     output:
-        model=directory("results/models/{model}-tmax"),
+        # Servable weights every rl.select_every steps and at the last step.
+        snapshots=directory("results/rl/{model}/snapshots"),
         curve="results/rl/{model}/curve.json",
     log:
         "results/logs/rl/{model}/train.log",
@@ -43,6 +46,10 @@ rule rl_train:
     conda:
         "../envs/evaluate.yaml"
     threads: 8  # at most --cores locally; the slurm profile sets cpus_per_task
+    resources:
+        # A Slurm job of rl.training_nodes + rl.inference_nodes nodes (ignored locally).
+        nodes=lambda wildcards: training_job(wildcards.model)["nodes"],
+        tasks=lambda wildcards: training_job(wildcards.model)["tasks"],
     params:
         rl=lambda wildcards: rl_config(wildcards.model),
         heldout_fraction=EVALUATION["heldout_fraction"],
@@ -52,3 +59,50 @@ rule rl_train:
         source=training_task_params,
     script:
         "../scripts/rl_train.py"
+
+
+rule evaluate_snapshot:
+    input:
+        tasks=lambda wildcards: (
+            f"results/eval/benchmarks/{rl_config(wildcards.model)['select_benchmark']}.json"
+        ),
+        snapshots="results/rl/{model}/snapshots",
+        toolbox="results/images/toolbox.json",
+        images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
+    output:
+        "results/rl/{model}/selection/step{step}/run{run}.json",
+    log:
+        run="results/logs/rl/{model}/selection/step{step}/run{run}.log",
+        server="results/logs/rl/{model}/selection/step{step}/run{run}.server.log",
+    benchmark:
+        "results/benchmarks/rl/{model}/selection/step{step}/run{run}.tsv"
+    conda:
+        "../envs/evaluate.yaml"
+    threads: eval_concurrency()
+    params:
+        model=lambda wildcards: {"name": f"{wildcards.model}-tmax-step{wildcards.step}"},
+        harness=lambda wildcards: rl_config(wildcards.model)["select_harness"],
+        evaluation=EVALUATION,
+        backend=config["sandbox"]["backend"],
+    script:
+        "../scripts/evaluate.py"
+
+
+rule select_checkpoint:
+    input:
+        snapshots="results/rl/{model}/snapshots",
+        runs=selection_run_files,
+    output:
+        model=directory("results/models/{model}-tmax"),
+        selection="results/rl/{model}/selection.json",
+    log:
+        "results/logs/rl/{model}/select.log",
+    localrule: True
+    conda:
+        "../envs/evaluate.yaml"
+    params:
+        steps=lambda wildcards: selection_steps(wildcards.model),
+        selected=lambda wildcards: selection_runs(wildcards.model),
+        on=lambda wildcards: selection_settings(wildcards.model),
+    script:
+        "../scripts/select_checkpoint.py"

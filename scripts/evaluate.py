@@ -1,4 +1,5 @@
-"""Snakemake entry: one (model × benchmark × harness × run) evaluation."""
+"""Snakemake entry: one (model × benchmark × harness × run) evaluation, or one run of a
+training snapshot on the selection benchmark (rule evaluate_snapshot)."""
 
 import sys
 from pathlib import Path
@@ -8,14 +9,22 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from tmax.evaluate.stage import evaluate_run
 from tmax.logs import setup_logging
+from tmax.rl.select import snapshot_name
 
 setup_logging(snakemake.log.run)
-model_dir = snakemake.input.get("model")
+if snakemake.rule == "evaluate_snapshot":
+    step = int(snakemake.wildcards.step)
+    model_dir = Path(snakemake.input.snapshots) / snapshot_name(step)
+    harness = snakemake.params.harness
+else:
+    served = snakemake.input.get("model")
+    model_dir = Path(served) if served else None
+    harness = snakemake.wildcards.harness
 evaluate_run(
     Path(snakemake.input.tasks),
     snakemake.params.model,
-    Path(model_dir) if model_dir else None,
-    snakemake.wildcards.harness,
+    model_dir,
+    harness,
     int(snakemake.wildcards.run),
     snakemake.params.evaluation,
     snakemake.params.backend,

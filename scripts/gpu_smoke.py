@@ -397,6 +397,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         report.skip("generate_after_push", "weights were not pushed")
 
+    if "pushed_weights" in state and not args.device.startswith("cpu"):
+        with report.stage("engine_server"):
+            engine_server(args, state, report)
+    else:
+        report.skip("engine_server", "needs a GPU and the ZeRO-3 step's weights")
+
     return {
         "ok": all(stage["ok"] for stage in report.stages.values()),
         "stages": report.stages,
@@ -568,6 +574,72 @@ def generate_after_push(args: argparse.Namespace, state: dict[str, Any], report:
             f"vLLM did not take the new weights: mean |Δlogp| vs the trainer {kept:.5f} after "
             f"the push, {moved:.5f} before"
         )
+
+
+def engine_server(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
+    """What an inference node runs (tmax.rl.remote): a vLLM engine server in its own
+    process, sampling over TCP, then sent the ZeRO-3 step's weights over the weight group.
+    One GPU cannot host a NCCL group of two processes, so the group is gloo here; on the
+    paper's nodes it is NCCL."""
+    import subprocess
+    import tempfile
+
+    from tmax.rl.remote import (
+        RemoteEngine,
+        prepare_server_dir,
+        read_authkey,
+        wait_for_servers,
+    )  # fmt: skip
+
+    folder = Path(tempfile.mkdtemp(prefix="tmax-engine-"))
+    settings = prepare_server_dir(folder, {
+        "model_dir": state["model_path"], "engine": "vllm", "tensor_parallel": 1,
+        "engine_options": {"gpu_memory_utilization": args.gpu_memory_utilization / 2,
+                           "max_model_len": args.max_model_len,
+                           "enforce_eager": not args.cuda_graphs, "dtype": "bfloat16"},
+    })  # fmt: skip
+    log_path = folder / "engine0.log"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+    with log_path.open("w") as log_file:
+        server = subprocess.Popen([sys.executable, "-m", "tmax.rl.remote", str(settings), "0"],
+                                  env=env, stdout=log_file, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        started = time.perf_counter()
+
+        def failed() -> str | None:
+            if server.poll() is None:
+                return None
+            return f"exit status {server.returncode}: {log_path.read_text()[-2000:]}"
+
+        addresses = wait_for_servers(folder, 1, timeout_s=900, failed=failed)
+        ready = time.perf_counter() - started
+        engine = RemoteEngine(addresses, read_authkey(folder), backend="gloo")
+        options = {"max_tokens": args.max_tokens, "temperature": 1.0, "stop_token_ids": [],
+                   "seed": args.seed}  # fmt: skip
+        started = time.perf_counter()
+        before = engine.generate(state["prompts"], **options)
+        sampled = time.perf_counter() - started
+        started = time.perf_counter()
+        engine.update_weights(state["pushed_weights"], version=1)
+        pushed = time.perf_counter() - started
+        after = engine.generate(state["prompts"], **options)
+        engine.close()
+        report.figures["engine_server"] = {
+            "ready_seconds": round(ready, 1),
+            "generate_seconds": round(sampled, 3),
+            "tokens": sum(len(g.token_ids) for g in before),
+            "push_seconds": round(pushed, 3),
+            "tensors": len(state["pushed_weights"]),
+            "samples_changed_after_push": sum(
+                a.token_ids != b.token_ids for a, b in zip(after, before, strict=True)
+            ),
+        }
+        if engine.policy_version != 1:
+            raise RuntimeError(f"the server reports version {engine.policy_version} after a push")
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait(timeout=60)
 
 
 def main(argv: list[str] | None = None) -> int:

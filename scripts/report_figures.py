@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from tmax.logs import setup_logging
-from tmax.report.figures import read_curves, write_figures
+from tmax.report.figures import read_chosen_steps, read_curves, write_figures
 
 setup_logging(snakemake.log[0])
 tasks_report = json.loads(Path(snakemake.input.tasks).read_text())
@@ -19,4 +19,7 @@ write_figures(
     domain_counts=tasks_report.get("axes", {}).get("domain"),
     domain_balance=tasks_report.get("balance", {}).get("domain"),
     decontam_report=json.loads(Path(snakemake.input.decontam).read_text()),
+    chosen_steps=read_chosen_steps(
+        dict(zip(snakemake.params.models, snakemake.input.selections, strict=True))
+    ),
 )

@@ -17,7 +17,7 @@ rl_train(
     Path(snakemake.input.model),
     Path(snakemake.input.tasks),
     Path(source["tasks_root"]),
-    Path(snakemake.output.model),
+    Path(snakemake.output.snapshots),
     Path(snakemake.output.curve),
     Path(snakemake.params.run_dir),
     rl=rl,

@@ -193,6 +193,7 @@ def test_a_model_with_rl_data_trains_on_the_dataset(tmp_path: Path) -> None:
         "toolbox": 1,
         "base_image": 1,
         "rl_train": 1,
+        "select_checkpoint": 1,
     }  # no generated tasks, no domain images
     plan = planned_jobs(workdir)
     # tiny-qwen3: sft + tmax x 4 harnesses x 2 runs; tiny-qwen3-fx: tmax x tmax x 2 runs

@@ -79,3 +79,18 @@ def test_directory_digest_changes_with_content(tmp_path: Path) -> None:
     before = file_digest(tmp_path)
     (tmp_path / "a.txt").write_text("2")
     assert file_digest(tmp_path) != before
+
+
+def test_training_curves_mark_the_step_selection_kept(tmp_path: Path) -> None:
+    from tmax.report.figures import read_chosen_steps, training_curves
+
+    (tmp_path / "a.json").write_text(json.dumps({"chosen_step": 2, "selected_on": {"x": 1}}))
+    (tmp_path / "b.json").write_text(json.dumps({"chosen_step": 3, "selected_on": None}))
+    chosen = read_chosen_steps({"tiny-a": tmp_path / "a.json", "tiny-b": tmp_path / "b.json"})
+    assert chosen == {"tiny-a": 2}  # tiny-b did not select: it kept its last step
+    figure = training_curves({"tiny-a": CURVE["curve"], "tiny-b": CURVE["curve"]}, chosen)
+    axis = figure.axes[0]
+    labels = [line.get_label() for line in axis.get_lines()]
+    assert "tiny-a (kept step 2)" in labels and "tiny-b" in labels
+    markers = [line for line in axis.get_lines() if line.get_linestyle() == ":"]
+    assert [list(line.get_xdata()) for line in markers] == [[2, 2]]

@@ -257,3 +257,21 @@ def test_a_weight_update_waits_for_running_groups_and_goes_before_new_ones() -> 
     for thread in (first, update, second):
         thread.join()
     assert events == ["group1 in", "group1 out", "update", "group2 in", "group2 out"]
+
+
+def test_snapshots_are_taken_at_their_steps_before_the_checkpoint(tmp_path: Path) -> None:
+    """Checkpoint selection's snapshots: the weights after exactly those steps, handed
+    over before that step's checkpoint (so a resumed run already has them)."""
+    trainer = make_trainer(tmp_path, target_env(), steps=4, checkpoint_every=2)
+    taken: list[tuple[int, dict[str, torch.Tensor], bool]] = []
+
+    def keep(step: int, weights: dict[str, torch.Tensor]) -> None:
+        checkpointed = (tmp_path / f"checkpoints/step-{step:06d}").exists()
+        taken.append((step, weights, checkpointed))
+
+    trainer.snapshot_steps, trainer.snapshot = frozenset({1, 4}), keep
+    trainer.train()
+    assert [(step, checkpointed) for step, _, checkpointed in taken] == [(1, False), (4, False)]
+    final = trainer.learner.full_state_dict()
+    assert all(torch.equal(taken[-1][1][name], final[name]) for name in final)
+    assert any(not torch.equal(taken[0][1][name], final[name]) for name in final)

@@ -12,6 +12,12 @@ refuses to start instead.
 
 The node declares more CPUs than the machine has (``config_overrides``) so that a
 workflow's small jobs can run side by side, as they do with ``--cores`` locally.
+
+With ``nodes`` > 1 the cluster has that many nodes on this one host (Slurm's multiple
+slurmd: ``tmax1``, ``tmax2``, ... each a slurmd of its own on its own port), so a job can
+hold several nodes and place job steps on them with ``srun --relative``. Their names do
+not resolve, so ``MASTER_ADDR`` points training ranks at 127.0.0.1 while it runs, as a
+user would set it on a cluster whose node names are not host names.
 """
 
 from __future__ import annotations
@@ -61,8 +67,27 @@ def _memory_mb() -> int:
     raise RuntimeError("cannot read MemTotal from /proc/meminfo")
 
 
-def slurm_conf(root: Path, *, node: str, cpus: int, memory_mb: int) -> str:
-    """A one-node, one-partition configuration with everything under ``root``."""
+FIRST_SLURMD_PORT = 17101
+"""Nodes of a several-node cluster listen on this port and the ones after it."""
+
+
+def node_names(host: str, nodes: int) -> list[str]:
+    """The host itself for one node; ``tmax1`` ... ``tmaxN`` for several."""
+    return [host] if nodes == 1 else [f"tmax{i}" for i in range(1, nodes + 1)]
+
+
+def slurm_conf(root: Path, *, node: str, cpus: int, memory_mb: int, nodes: int = 1) -> str:
+    """A one-partition configuration with everything under ``root``: one node named
+    ``node`` (this host), or ``nodes`` nodes on this host, each with ``cpus`` CPUs and
+    ``memory_mb`` of memory."""
+    if nodes == 1:
+        declare = f"NodeName={node} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN"
+    else:
+        last = FIRST_SLURMD_PORT + nodes - 1
+        declare = (f"NodeName=tmax[1-{nodes}] NodeHostname={node} NodeAddr=127.0.0.1 "
+                   f"Port={FIRST_SLURMD_PORT}-{last} CPUs={cpus} RealMemory={memory_mb} "
+                   "State=UNKNOWN")  # fmt: skip
+    per_node = "" if nodes == 1 else "-%n"
     return "\n".join(
         [
             MARKER,
@@ -71,11 +96,11 @@ def slurm_conf(root: Path, *, node: str, cpus: int, memory_mb: int) -> str:
             "SlurmUser=root",
             "AuthType=auth/munge",
             f"StateSaveLocation={root / 'state'}",
-            f"SlurmdSpoolDir={root / 'spool'}",
+            f"SlurmdSpoolDir={root / ('spool' + per_node)}",
             f"SlurmctldPidFile={root / 'slurmctld.pid'}",
-            f"SlurmdPidFile={root / 'slurmd.pid'}",
+            f"SlurmdPidFile={root / ('slurmd' + per_node + '.pid')}",
             f"SlurmctldLogFile={root / 'slurmctld.log'}",
-            f"SlurmdLogFile={root / 'slurmd.log'}",
+            f"SlurmdLogFile={root / ('slurmd' + per_node + '.log')}",
             # No cgroups: the process tracker and task plugin that need nothing.
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
@@ -94,7 +119,7 @@ def slurm_conf(root: Path, *, node: str, cpus: int, memory_mb: int) -> str:
             "SlurmdTimeout=30",
             "InactiveLimit=0",
             "KillWait=5",
-            f"NodeName={node} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+            declare,
             f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             "",
         ]
@@ -102,15 +127,23 @@ def slurm_conf(root: Path, *, node: str, cpus: int, memory_mb: int) -> str:
 
 
 class LocalSlurm:
-    """slurmctld + slurmd (+ munged when it is not running) on this host."""
+    """slurmctld + one slurmd per node (+ munged when it is not running) on this host.
 
-    def __init__(self, root: Path, *, cpus: int = 8, memory_mb: int | None = None) -> None:
+    ``cpus`` and ``memory_mb`` are per node; memory defaults to the machine's less 2 GB,
+    shared out over the nodes."""
+
+    def __init__(
+        self, root: Path, *, cpus: int = 8, memory_mb: int | None = None, nodes: int = 1
+    ) -> None:
         self.root = root
         self.node = socket.gethostname().split(".")[0]
+        self.nodes = nodes
+        self.names = node_names(self.node, nodes)
         self.cpus = cpus
-        self.memory_mb = memory_mb or max(2000, _memory_mb() - 2000)
+        self.memory_mb = memory_mb or max(2000, (_memory_mb() - 2000) // nodes)
         self.conf = root / "slurm.conf"
         self._daemons: list[subprocess.Popen[bytes]] = []
+        self._master_addr: str | None = None
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """An environment whose Slurm commands talk to this cluster."""
@@ -125,19 +158,22 @@ class LocalSlurm:
             raise SlurmUnavailable(reason)
         for folder in ("state", "spool"):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(
-            slurm_conf(self.root, node=self.node, cpus=self.cpus, memory_mb=self.memory_mb)
-        )
+        self.conf.write_text(slurm_conf(self.root, node=self.node, cpus=self.cpus,
+                                        memory_mb=self.memory_mb, nodes=self.nodes))  # fmt: skip
         SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(self.conf, SYSTEM_CONF)
+        if self.nodes > 1:
+            self._master_addr = os.environ.get("MASTER_ADDR")
+            os.environ["MASTER_ADDR"] = "127.0.0.1"
         try:
             self._start_munge()
             env = self.env()
-            for command in (
-                ["slurmctld", "-D", "-i", "-f", str(self.conf)],
-                ["slurmd", "-D", "-f", str(self.conf)],
-            ):
-                log = (self.root / f"{command[0]}.out").open("wb")
+            commands = [("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])]
+            for name in self.names:
+                only = ["-N", name] if self.nodes > 1 else []
+                commands.append((f"slurmd-{name}", ["slurmd", "-D", *only, "-f", str(self.conf)]))
+            for label, command in commands:
+                log = (self.root / f"{label}.out").open("wb")
                 self._daemons.append(
                     subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                 )
@@ -168,17 +204,19 @@ class LocalSlurm:
                 ["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, env=self.env()
             )
             state = result.stdout.strip()
-            if result.returncode == 0 and state.startswith("idle"):
+            states = state.split()
+            idle = len(states) == self.nodes and all(s.startswith("idle") for s in states)
+            if result.returncode == 0 and idle:
                 return
             time.sleep(0.5)
         raise RuntimeError(
-            f"the Slurm node is not idle after {timeout:.0f} s ({state!r}):\n{self.logs()}"
+            f"the Slurm nodes are not idle after {timeout:.0f} s ({state!r}):\n{self.logs()}"
         )
 
     def logs(self, lines: int = 30) -> str:
         parts = []
-        for name in ("slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out"):
-            path = self.root / name
+        for path in sorted(self.root.glob("slurm*.log")) + sorted(self.root.glob("slurm*.out")):
+            name = path.name
             if path.exists():
                 tail = path.read_text(errors="replace").splitlines()[-lines:]
                 parts.append(f"--- {name}\n" + "\n".join(tail))
@@ -197,6 +235,11 @@ class LocalSlurm:
                 daemon.kill()
                 daemon.wait()
         self._daemons.clear()
+        if self.nodes > 1:
+            if self._master_addr is None:
+                os.environ.pop("MASTER_ADDR", None)
+            else:
+                os.environ["MASTER_ADDR"] = self._master_addr
         if SYSTEM_CONF.exists() and SYSTEM_CONF.read_text().startswith(MARKER):
             SYSTEM_CONF.unlink()
 
@@ -223,7 +266,7 @@ def fit_profile(
     Everything that shapes how the workflow runs on Slurm stays (executor, retries,
     rerun triggers, job groups, log folder, the training job's ``mpi``/``tasks``); what
     no laptop has goes: partitions and accounts (the local one is the default), GPUs,
-    several nodes, and memory beyond ``mem_mb`` (still doubled on a retry). Status is
+    and memory beyond ``mem_mb`` (still doubled on a retry). Status is
     polled with squeue (no slurmdbd here) and early, so small jobs do not wait 40 s.
     """
     fitted = dict(profile)
@@ -240,8 +283,6 @@ def fit_profile(
         kept["mem_mb"] = mem_mb
         if "cpus_per_task" in kept:
             kept["cpus_per_task"] = min(int(kept["cpus_per_task"]), cpus)
-        if "nodes" in kept:
-            kept["nodes"] = 1
         rules[rule] = kept
     fitted["set-resources"] = rules
     return fitted

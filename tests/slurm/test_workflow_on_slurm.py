@@ -1,7 +1,8 @@
-"""`snakemake --profile slurm` on a real one-node Slurm cluster (slurmctld + slurmd on
+"""`snakemake --profile slurm` on a real Slurm cluster (slurmctld and three slurmd nodes on
 localhost): every job is an sbatch job, training runs as srun-launched ranks, a
-cancelled job is retried with more memory and resumes from its checkpoint, and a
-changed parameter resubmits only what depends on it.
+cancelled job is retried with more memory and resumes from its checkpoint, a changed
+parameter resubmits only what depends on it, and a training job of three nodes runs
+its ranks on two and its engine server on the third.
 
 The profile is the project's ``slurm/config.yaml`` with only what this machine cannot
 give cut down (:func:`tests.slurm.cluster.fit_profile`); the workflow is the shrunk
@@ -11,6 +12,7 @@ embedded default of tests/workflow with a second model size.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -33,6 +35,10 @@ MODELS = [
 ]
 """Two model sizes (the same tiny model twice): a change to one must leave the other."""
 RUN_TIMEOUT_S = 1500
+LOCAL_RULES = ("all", "select_checkpoint")
+"""Rules that never reach Slurm (``localrule: True``)."""
+NODES = 3
+"""Three nodes on this host: two training ranks and an engine server each get one."""
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +46,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     reason = missing_requirements()
     if reason:
         pytest.skip(reason)
-    with LocalSlurm(tmp_path_factory.mktemp("slurm")) as running:
+    with LocalSlurm(tmp_path_factory.mktemp("slurm"), nodes=NODES, cpus=4) as running:
         yield running
 
 
@@ -81,7 +87,12 @@ def slurm_workflow(
 ) -> tuple[Path, dict[str, int]]:
     """The workflow run once through the slurm profile: (its folder, the planned jobs)."""
     workdir = copy_workflow(tmp_path_factory.mktemp("slurm-workflow"))
-    edit_config(workdir, lambda c: c.update(models=MODELS))
+
+    def two_sizes_two_ranks(config: dict) -> None:
+        config.update(models=MODELS)
+        config["rl"]["ranks_per_node"] = 2  # a job of 2 tasks on 1 node: 2 ranks
+
+    edit_config(workdir, two_sizes_two_ranks)
     profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())
     fitted = fit_profile(profile, configfile=str(workdir / "config.yaml"))
     (workdir / PROFILE).mkdir()
@@ -94,8 +105,9 @@ def slurm_workflow(
 def test_every_job_is_submitted_to_slurm(slurm_workflow: tuple[Path, dict[str, int]]) -> None:
     workdir, plan = slurm_workflow
     submitted = job_logs(workdir)
-    # The profile groups sample_specs shards into one job ("sampling").
-    expected = {rule: n for rule, n in plan.items() if rule not in ("all", "sample_specs")}
+    # The profile groups sample_specs shards into one job ("sampling"); local rules run
+    # in Snakemake's own process.
+    expected = {rule: n for rule, n in plan.items() if rule not in (*LOCAL_RULES, "sample_specs")}
     expected["sampling_sample_specs"] = 1
     assert submitted == expected
     assert plan["rl_train"] == 2 and plan["evaluate"] == 2
@@ -139,7 +151,7 @@ def test_training_runs_as_srun_ranks_across_the_allocation(
         assert "starting 2 training rank(s) on 1 node(s): srun" in launcher
         for rank in (0, 1):
             log = (run / "logs" / f"rank{rank}.log").read_text()
-            assert f"joined gloo process group: rank {rank} of 2" in log and "(slurm)" in log
+            assert f"joined gloo process group: rank {rank} of 2" in log and "(slurm on" in log
         # Both ranks wrote their ZeRO-3 shards into each checkpoint.
         shards = list((run / "checkpoints/step-000002/learner").rglob("*zero_pp_rank_*"))
         assert {p.name.split("zero_pp_rank_")[1][0] for p in shards} == {"0", "1"}
@@ -162,6 +174,7 @@ def test_changed_rl_parameter_resubmits_only_that_size(
     plan = planned_jobs(workdir, "--profile", PROFILE)
     assert plan == {
         "rl_train": 1,
+        "select_checkpoint": 1,
         "evaluate": 1,
         "eval_metrics": 1,
         "eval_summary": 1,
@@ -174,7 +187,9 @@ def test_changed_rl_parameter_resubmits_only_that_size(
     # The one new training job is the changed size's (its second log there).
     assert len(list((workdir / "results/logs/slurm/rule_rl_train/tiny-qwen3-b").glob("*.log"))) == 2
     new = {r: n - logs_before.get(r, 0) for r, n in job_logs(workdir).items()}
-    assert {r: n for r, n in new.items() if n} == {r: n for r, n in plan.items() if r != "all"}
+    assert {r: n for r, n in new.items() if n} == {
+        r: n for r, n in plan.items() if r not in LOCAL_RULES
+    }
     assert untouched.stat().st_mtime_ns == before
     assert planned_jobs(workdir, "--profile", PROFILE) == {}
 
@@ -187,9 +202,10 @@ def test_cancelled_training_is_retried_with_more_memory_and_resumes(
     continues from the last checkpoint instead of step 0."""
     workdir, _ = slurm_workflow
     run = workdir / "results/rl/tiny-qwen3/run"
-    output = workdir / "results/models/tiny-qwen3-tmax"
-    # Two more steps: a resumable setting, so training continues from step 2.
-    edit_config(workdir, lambda c: c["rl"].update(steps=4))
+    output = workdir / "results/rl/tiny-qwen3/snapshots"
+    # Two more steps for this size only: a resumable setting, so training continues
+    # from step 2.
+    edit_config(workdir, lambda c: c["models"][0].update(rl={"steps": 4}))
     process = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--profile", PROFILE, "--until", "rl_train"],
         cwd=workdir,
@@ -227,4 +243,42 @@ def test_cancelled_training_is_retried_with_more_memory_and_resumes(
     assert "resumed from" in resumed and ("(step 3)" in resumed or "(step 4)" in resumed)
     curve = json.loads((workdir / "results/rl/tiny-qwen3/curve.json").read_text())
     assert [entry["step"] for entry in curve["curve"]] == [1, 2, 3, 4]
-    assert (output / "model.safetensors").exists()
+    assert (output / "step-000004/model.safetensors").exists()
+
+
+def test_engine_servers_run_on_their_own_node(
+    slurm_workflow: tuple[Path, dict[str, int]],
+) -> None:
+    """The paper's layout in small: a training job of 3 nodes, ranks on the first two,
+    an engine server on the third that samples every rollout and is sent the weights
+    after each step over the gloo weight group, then told to exit."""
+    workdir, _ = slurm_workflow
+
+    def split(config: dict) -> None:
+        own = config["models"][1].setdefault("rl", {})
+        own.update(training_nodes=2, ranks_per_node=1, inference_nodes=1)
+
+    edit_config(workdir, split)
+    log = on_slurm(workdir, "--until", "rl_train")
+    assert "rl_train" in log
+    model, run = "tiny-qwen3-b", workdir / "results/rl/tiny-qwen3-b/run"
+    launcher = (workdir / "results/logs/rl" / model / "train.log").read_text()
+    assert "starting 1 engine server(s) on 1 node(s): srun --nodes=1 --ntasks=1" in launcher
+    assert "--relative=2" in launcher
+    assert "starting 2 training rank(s) on 2 node(s)" in launcher
+    for rank, node in ((0, "tmax1"), (1, "tmax2")):
+        text = (run / "logs" / f"rank{rank}.log").read_text()
+        assert f"rank {rank} of 2 (local 0)" in text and f"(slurm on {node})" in text
+    server = (run / "logs/engine0.log").read_text()
+    assert "ready on node tmax3" in server
+    assert "joined the weight group as rank 1 of 2 (gloo)" in server
+    served = re.search(r"stopped after (\d+) request", server)
+    assert served and int(served.group(1)) > 0, server[-3000:]
+    rank0 = (run / "logs/rank0.log").read_text()
+    assert "remote engine: 1 server(s) at policy version 0" in rank0
+    pushes = [int(v) for v in re.findall(r"pushed policy version (\d+) to 1 engine", rank0)]
+    curve = json.loads((workdir / "results/rl" / model / "curve.json").read_text())
+    trained = [e for e in curve["curve"] if e.get("groups_trained")]
+    assert pushes == list(range(1, len(trained) + 1)) and pushes, rank0[-3000:]
+    assert curve["steps"] == 2
+    assert (workdir / "results/rl" / model / "snapshots/step-000002/model.safetensors").exists()

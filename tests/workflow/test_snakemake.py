@@ -137,6 +137,7 @@ FIRST_RUN = {
     "tiny_model": 1,
     "sft_warmup": 1,
     "rl_train": 1,
+    "select_checkpoint": 1,
     "benchmark_tasks": 1,
     "evaluate": 1,
     "eval_metrics": 1,
@@ -151,6 +152,7 @@ EVALUATION_JOBS = {
     "decontam_filter": 1,
     "sft_warmup": 1,
     "rl_train": 1,
+    "select_checkpoint": 1,
     "benchmark_tasks": 1,
     "evaluate": 1,
     "eval_metrics": 1,
@@ -339,6 +341,34 @@ def test_changed_sampler_parameter_reruns_sampler_and_dependants(workflow: Path)
     assert planned_jobs(workflow) == {}
 
 
+def test_checkpoint_selection_publishes_the_best_snapshot(workflow: Path) -> None:
+    """rl.select_every: a snapshot per step, each evaluated on the selection benchmark,
+    and the best (ties: the later) linked in as the trained model."""
+    edit_config(workflow, lambda c: c["rl"].update(select_every=1, select_benchmark="heldout"))
+    plan = planned_jobs(workflow)
+    assert (plan["rl_train"], plan["evaluate_snapshot"], plan["select_checkpoint"]) == (1, 2, 1)
+    snakemake(workflow)
+    selection = json.loads((workflow / "results/rl/tiny-qwen3/selection.json").read_text())
+    assert selection["selected_on"] == {
+        "select_benchmark": "heldout", "select_harness": "tmax", "select_runs": 1,
+    }  # fmt: skip
+    scores = {int(step): entry["score"] for step, entry in selection["snapshots"].items()}
+    assert sorted(scores) == [1, 2]
+    for step, score in scores.items():
+        run = workflow / f"results/rl/tiny-qwen3/selection/step{step}/run0.json"
+        document = json.loads(run.read_text())
+        assert document["accuracy"] == score and document["model"] == f"tiny-qwen3-tmax-step{step}"
+        assert document["benchmark"] == "heldout" and document["harness"] == "tmax"
+    chosen = selection["chosen_step"]
+    assert chosen == max(scores, key=lambda step: (scores[step], step))
+    snapshot = workflow / f"results/rl/tiny-qwen3/snapshots/step-{chosen:06d}"
+    model = workflow / "results/models/tiny-qwen3-tmax"
+    assert (model / "model.safetensors").stat().st_ino == (
+        snapshot / "model.safetensors"
+    ).stat().st_ino
+    assert planned_jobs(workflow) == {}
+
+
 def test_editing_the_taxonomy_reruns_sampling(workflow: Path, tmp_path: Path) -> None:
     taxonomy = workflow / "my-taxonomy.yaml"
     shutil.copy(ROOT / "src/tmax/taxonomy/data/taxonomy.yaml", taxonomy)
@@ -378,3 +408,14 @@ def test_slurm_profile_selects_paper_scale(tmp_path: Path) -> None:
     assert re.search(r"^sample_specs\s+146$", text, flags=re.MULTILINE), text  # 14,600 / 100
     sample_job = text.split("rule sample_specs:", 1)[1].split("rule ", 1)[0]
     assert "runtime=10" in sample_job and "mem_mb=2000" in sample_job
+    # Training jobs hold their training and inference nodes (2 + 6; 2 + 2 for the small
+    # models), and the model is chosen among 5 snapshots (every 100 of 500 steps).
+    jobs = {}
+    for block in text.split("rule rl_train:")[1:]:
+        model = re.search(r"wildcards: model=(\S+)", block)
+        nodes = re.search(r"nodes=(\d+), tasks=(\d+)", block)
+        assert model and nodes, block[:2000]
+        jobs[model.group(1)] = (int(nodes.group(1)), int(nodes.group(2)))
+    assert jobs["qwen3.5-9b"] == (8, 8) and jobs["qwen3.6-27b"] == (8, 8)
+    assert jobs["qwen3.5-2b"] == (4, 4)
+    assert re.search(r"^evaluate_snapshot\s+55$", text, flags=re.MULTILINE)  # 11 models x 5

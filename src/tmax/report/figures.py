@@ -63,16 +63,21 @@ def _series(curve: Curve, key: str) -> tuple[list[float], list[float]]:
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def training_curves(curves: Mapping[str, Curve]) -> Figure:
-    """One panel per training metric, one line per model (size)."""
+def training_curves(curves: Mapping[str, Curve], chosen: Mapping[str, int] | None = None) -> Figure:
+    """One panel per training metric, one line per model (size); a dotted line marks the
+    step checkpoint selection kept (``chosen``: model -> step, where it selected)."""
     title = "RL training curves per model"
     if not any(curves.values()):
         return placeholder(title, "no model was trained with RL")
+    chosen = chosen or {}
     figure, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(4 * len(CURVE_METRICS), 3.2))
     for axis, (key, label) in zip(axes, CURVE_METRICS, strict=True):
         for model, curve in curves.items():
             steps, values = _series(curve, key)
-            axis.plot(steps, values, marker="o", markersize=3, label=model)
+            name = f"{model} (kept step {chosen[model]})" if model in chosen else model
+            [line] = axis.plot(steps, values, marker="o", markersize=3, label=name)
+            if model in chosen:
+                axis.axvline(chosen[model], color=line.get_color(), linestyle=":", linewidth=1)
         axis.set_xlabel("step")
         axis.set_ylabel(label)
     axes[0].legend(fontsize="small")
@@ -142,6 +147,19 @@ def contamination_overview(report: Mapping[str, Any] | None) -> Figure:
     return figure
 
 
+def read_chosen_steps(selection_files: Mapping[str, Path]) -> dict[str, int]:
+    """model -> the step checkpoint selection kept, for models that selected (a model
+    whose selection.json says ``selected_on: null`` simply kept its last step)."""
+    import json
+
+    chosen = {}
+    for model, path in selection_files.items():
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("selected_on"):
+            chosen[model] = int(data["chosen_step"])
+    return chosen
+
+
 def read_curves(curve_files: Mapping[str, Path]) -> dict[str, list[dict[str, Any]]]:
     """model -> per-step metrics from each ``results/rl/<model>/curve.json``."""
     import json
@@ -161,11 +179,12 @@ def write_figures(
     domain_counts: Mapping[str, int] | None,
     decontam_report: Mapping[str, Any] | None,
     domain_balance: float | None = None,
+    chosen_steps: Mapping[str, int] | None = None,
 ) -> list[Path]:
     """Every figure of :data:`FIGURE_NAMES` as ``out_dir/<name>.{png,pdf}``."""
     out_dir = Path(out_dir)
     figures = {
-        "training_curves": training_curves(curves),
+        "training_curves": training_curves(curves, chosen_steps),
         "dppo_vs_grpo": compare_curves(
             curves,
             {m: s.get("loss") for m, s in rl_settings.items()},

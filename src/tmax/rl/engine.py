@@ -406,9 +406,9 @@ class VLLMEngine(BatchedEngine):
     ``Worker.reload_weights(weights_iterator, is_checkpoint_format=True)``, reached through
     ``LLM.collective_rpc``): the trainer's Hugging Face names and shapes go in, each
     model's ``load_weights`` fuses and shards them, then the prefix cache is reset so no
-    KV computed with old weights is reused. Tensors travel through the RPC channel, which
-    is fine for one node; multi-node training would swap in vLLM's NCCL weight-transfer
-    engine behind this same method.
+    KV computed with old weights is reused. Tensors travel through the RPC channel, a copy
+    within the node; engines on other nodes (:mod:`tmax.rl.remote`) first receive them
+    from the trainer over a NCCL group, then call this.
 
     ``VLLMEngine.from_llm(llm)`` wraps an existing ``LLM`` (or a test double with
     ``generate``, ``collective_rpc`` and ``reset_prefix_cache``).

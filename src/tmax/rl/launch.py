@@ -106,16 +106,21 @@ def visible_gpus(environ: Mapping[str, str] | None = None) -> int:
 
 
 def srun_command(
-    launch_file: Path,
+    argument_file: Path,
     *,
     nodes: int,
     ranks_per_node: int,
     log_dir: Path,
     python: str = sys.executable,
+    relative: int = 0,
+    module: str = "tmax.rl.launch",
+    log_name: str = "rank%t.log",
 ) -> list[str]:
-    """The one ``srun`` that starts every rank: ``ranks_per_node`` on each of ``nodes``,
-    each rank's output in ``log_dir/rank<N>.log``; if one rank dies, Slurm kills the
-    rest instead of leaving them waiting in a collective."""
+    """One ``srun`` that starts ``python -m module argument_file`` ``ranks_per_node``
+    times on each of ``nodes`` nodes, from the allocation's node number ``relative`` on
+    (training ranks from 0; engine servers after them); each task's output goes to
+    ``log_dir/log_name``. If one task dies, Slurm kills the rest instead of leaving them
+    waiting in a collective."""
     if nodes < 1 or ranks_per_node < 1:
         raise ValueError(f"need at least one node and one rank per node (got {nodes}, "
                          f"{ranks_per_node})")  # fmt: skip
@@ -124,20 +129,56 @@ def srun_command(
         f"--nodes={nodes}",
         f"--ntasks={nodes * ranks_per_node}",
         f"--ntasks-per-node={ranks_per_node}",
+        f"--relative={relative}",
         "--kill-on-bad-exit=1",
         "--cpu-bind=none",
-        f"--output={log_dir / 'rank%t.log'}",
+        f"--output={log_dir / log_name}",
         python,
         "-m",
-        "tmax.rl.launch",
-        str(launch_file),
+        module,
+        str(argument_file),
     ]
 
 
-def default_ranks_per_node(where: Placement) -> int:
-    """One rank per GPU the node gives the job; on CPU nodes the allocation's tasks per
-    node (a CPU test cluster's ``tasks: 2`` on one node trains with two ranks)."""
-    return visible_gpus() or max(1, where.tasks // where.nodes)
+@dataclass(frozen=True)
+class Layout:
+    """How a training job's nodes are split between training ranks and engine servers."""
+
+    training_nodes: int
+    ranks_per_node: int
+    inference_nodes: int = 0
+    engines_per_node: int = 0
+
+    @property
+    def engine_servers(self) -> int:
+        return self.inference_nodes * self.engines_per_node
+
+    def describe(self) -> str:
+        """The learner's layout (what a checkpoint depends on; engines are not part of it)."""
+        return f"{self.training_nodes}x{self.ranks_per_node}"
+
+
+def split_nodes(
+    where: Placement, rl: Mapping[str, Any], *, gpus_per_node: Callable[[], int] = visible_gpus
+) -> Layout:
+    """The first ``nodes − rl.inference_nodes`` nodes train, the rest serve the engines."""
+    inference = int(rl.get("inference_nodes") or 0)
+    training = where.nodes - inference
+    if training < 1:
+        raise ValueError(
+            f"rl.inference_nodes is {inference} but the training job has {where.nodes} "
+            f"node(s), leaving none to train on: ask the slurm profile for at least "
+            f"{inference + 1} nodes for rl_train (set-resources: rl_train: nodes), or lower "
+            "rl.inference_nodes"
+        )
+    gpus = gpus_per_node()
+    tasks_per_node = max(1, where.tasks // where.nodes)
+    per_node = rl.get("ranks_per_node") or gpus or tasks_per_node
+    engines = 0
+    if inference:
+        parallel = max(1, int(rl.get("engine_tensor_parallel") or 1))
+        engines = rl.get("engines_per_node") or max(1, gpus // parallel)
+    return Layout(training, int(per_node), inference, int(engines))
 
 
 def launch_ranks(
@@ -146,13 +187,16 @@ def launch_ranks(
     *,
     nodes: int,
     ranks_per_node: int,
+    servers: subprocess.Popen[bytes] | None = None,
 ) -> None:
-    """Start ``ranks_per_node`` training ranks on each of ``nodes`` with one ``srun`` and
-    wait for them.
+    """Start ``ranks_per_node`` training ranks on each of the first ``nodes`` nodes with one
+    ``srun`` and wait for them (and, with ``servers``, the engine servers' ``srun``).
 
     ``arguments`` are :func:`tmax.rl.stage.train_rank`'s keyword arguments (paths as
     strings); they are written to ``run_dir/launch.json`` for the ranks to read. A rank
-    that fails makes this raise with the tail of every rank's log.
+    that fails makes this raise with the tail of every log; so do engine servers that
+    fail while the ranks run (the ranks are then stopped). Servers still running when
+    the ranks are done (rank 0 tells them to exit) are stopped.
     """
     if shutil.which("srun") is None:
         raise RuntimeError("srun not found: a multi-task Slurm allocation needs Slurm's srun")
@@ -164,7 +208,61 @@ def launch_ranks(
                            log_dir=log_dir)  # fmt: skip
     log.info("starting %d training rank(s) on %d node(s): %s", nodes * ranks_per_node, nodes,
              " ".join(command))  # fmt: skip
-    env = {
+    process = subprocess.Popen(command, env=_rank_env(arguments))
+    steps = [process] if servers is None else [process, servers]
+
+    def forward(signum: int, frame: Any) -> None:
+        for step in steps:
+            if step.poll() is None:
+                step.send_signal(signum)
+
+    # Preemption or scancel reaches the batch step first: pass it on (srun forwards
+    # SIGTERM to every task); the ranks checkpoint and exit.
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        code = _wait_for_ranks(process, servers, log_dir)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if servers is not None:
+            _stop(servers, grace_s=60.0)
+    if code != 0:
+        raise RuntimeError(
+            f"training ranks failed (srun exit status {code}):\n" + rank_log_tails(log_dir)
+        )
+
+
+def _wait_for_ranks(
+    process: subprocess.Popen[bytes], servers: subprocess.Popen[bytes] | None, log_dir: Path
+) -> int:
+    while True:
+        try:
+            return process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        failed = servers is not None and servers.poll() not in (None, 0)
+        if failed:
+            assert servers is not None
+            _stop(process, grace_s=60.0)
+            raise RuntimeError(
+                f"engine servers failed (srun exit status {servers.returncode}) while "
+                "training ran; the ranks were stopped:\n" + rank_log_tails(log_dir)
+            )
+
+
+def _stop(process: subprocess.Popen[bytes], *, grace_s: float) -> None:
+    """Wait up to ``grace_s`` for a step that should be ending, then SIGTERM, then kill."""
+    for action in (None, process.terminate, process.kill):
+        if action is not None:
+            action()
+        try:
+            process.wait(timeout=grace_s if action is None else 30.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _rank_env(arguments: Mapping[str, Any]) -> dict[str, str]:
+    return {
         **os.environ,
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(arguments.get("threads", 1))),
         # Ranks import tmax from the same tree as the launcher (a bare env, --sdm conda).
@@ -172,25 +270,31 @@ def launch_ranks(
             [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep),
     }
-    process = subprocess.Popen(command, env=env)
-    # Preemption or scancel reaches the batch step first: pass it on to the ranks (srun
-    # forwards SIGTERM to every task), which checkpoint and exit.
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signum))
-    try:
-        code = process.wait()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if code != 0:
-        raise RuntimeError(
-            f"training ranks failed (srun exit status {code}):\n" + rank_log_tails(log_dir)
-        )
+
+
+def start_engine_servers(
+    settings_file: Path, layout: Layout, log_dir: Path, *, threads: int = 1
+) -> subprocess.Popen[bytes]:
+    """One ``srun`` of ``layout.engines_per_node`` engine servers on each inference node
+    (the nodes after the training ones); each writes its address beside
+    ``settings_file`` when ready (:mod:`tmax.rl.remote`)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    command = srun_command(
+        settings_file, nodes=layout.inference_nodes, ranks_per_node=layout.engines_per_node,
+        log_dir=log_dir, relative=layout.training_nodes, module="tmax.rl.remote",
+        log_name="engine%t.log",
+    )  # fmt: skip
+    log.info("starting %d engine server(s) on %d node(s): %s", layout.engine_servers,
+             layout.inference_nodes, " ".join(command))  # fmt: skip
+    return subprocess.Popen(command, env=_rank_env({"threads": threads}))
 
 
 def rank_log_tails(log_dir: Path, lines: int = 20) -> str:
     parts = []
-    for path in sorted(log_dir.glob("rank*.log")):
-        tail = path.read_text(errors="replace").splitlines()[-lines:]
-        parts.append(f"--- {path}\n" + "\n".join(tail))
+    for pattern in ("rank*.log", "engine*.log"):
+        for path in sorted(log_dir.glob(pattern)):
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- {path}\n" + "\n".join(tail))
     return "\n".join(parts) or f"(no rank logs in {log_dir})"
 
 

@@ -33,6 +33,7 @@ import logging
 import math
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
@@ -385,7 +386,7 @@ def init_distributed(
         world_size=where.world_size,
     )
     log.info(
-        "joined %s process group: rank %d of %d (local %d) via %s:%d (%s)",
+        "joined %s process group: rank %d of %d (local %d) via %s:%d (%s on %s)",
         backend,
         where.rank,
         where.world_size,
@@ -393,6 +394,7 @@ def init_distributed(
         where.master_addr,
         where.master_port,
         where.launcher,
+        env.get("SLURMD_NODENAME") or socket.gethostname(),
     )
     return where
 

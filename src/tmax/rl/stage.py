@@ -226,7 +226,7 @@ def rl_train(
     model_dir: Path,
     tasks: Path,
     tasks_root: Path,
-    output: Path,
+    snapshots: Path,
     curve: Path,
     run_dir: Path,
     *,
@@ -239,14 +239,18 @@ def rl_train(
     removal: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """DPPO from ``model_dir`` on the training tasks (:func:`training_rows`), whose
-    folders are under ``tasks_root``; resumes from ``run_dir``.
+    folders are under ``tasks_root``; resumes from ``run_dir``. Writes a servable model
+    folder per snapshot step (:func:`tmax.rl.select.snapshot_steps`) into ``snapshots``.
 
     One process, or, as the command of a Slurm job whose allocation has several tasks,
     the launcher of one training rank per GPU (per task on CPU) across the allocation
     (:mod:`tmax.rl.launch`); rank 0 writes ``output``. ``threads`` is torch's per
     process, shared by generation and the optimizer step; the sandboxes' commands and
-    verifiers run in other processes."""
-    from tmax.rl.launch import default_ranks_per_node, launch_ranks, placement
+    verifiers run in other processes. Rank 0 writes the snapshots into
+    ``run_dir/snapshots``; they are linked into ``snapshots`` when training is done."""
+    from tmax.rl.launch import launch_ranks, placement, split_nodes, start_engine_servers
+    from tmax.rl.remote import prepare_server_dir
+    from tmax.rl.select import publish_snapshots, snapshot_steps
     from tmax.rl.trainer import RLSettings, write_run_summary
 
     where = placement()
@@ -256,29 +260,47 @@ def rl_train(
     )  # fmt: skip
     task_ids = [r["task_id"] for r in rows]
     settings = RLSettings.from_config(rl, seed)
-    arguments = {
+    arguments: dict[str, Any] = {
         "model_dir": str(model_dir),
         "tasks_root": str(tasks_root),
         "task_ids": task_ids,
-        "output": str(output),
         "run_dir": str(run_dir),
         "rl": dict(rl),
         "seed": seed,
         "backend": backend,
         "threads": threads,
     }
+    # Snapshots already written follow their schedule: a new one starts over.
+    kept = f"snapshots every {rl['select_every'] or 'last'}"
     if where.role == "launcher":
-        per_node = rl.get("ranks_per_node") or default_ranks_per_node(where)
-        layout = f"deepspeed {where.nodes}x{per_node} zero-{rl['zero_stage']}"
-        _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, layout)
-        launch_ranks({**arguments, "distributed": True}, run_dir, nodes=where.nodes,
-                     ranks_per_node=per_node)  # fmt: skip
+        layout = split_nodes(where, rl)
+        learners = f"deepspeed {layout.describe()} zero-{rl['zero_stage']}; {kept}"
+        _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, learners)
+        servers = None
+        if layout.engine_servers:
+            # The paper's layout: vLLM engines on their own nodes, fed weights each step.
+            engines_dir = run_dir / "engines"
+            server_file = prepare_server_dir(engines_dir, {
+                "model_dir": str(model_dir), "engine": rl["engine"], "threads": threads,
+                "tensor_parallel": rl["engine_tensor_parallel"],
+            })  # fmt: skip
+            arguments["engine_servers"] = {"dir": str(engines_dir),
+                                           "count": layout.engine_servers}  # fmt: skip
+            servers = start_engine_servers(server_file, layout, run_dir / "logs",
+                                           threads=threads)  # fmt: skip
+        launch_ranks({**arguments, "distributed": True}, run_dir, servers=servers,
+                     nodes=layout.training_nodes, ranks_per_node=layout.ranks_per_node)  # fmt: skip
     else:
+        if rl.get("inference_nodes"):
+            log.warning("rl.inference_nodes is %d, but this is not a Slurm job of several "
+                        "nodes: the engine runs in the training process",
+                        rl["inference_nodes"])  # fmt: skip
         if where.role == "single":
-            _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, "local")
+            _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings,
+                                         f"local; {kept}")  # fmt: skip
         train_rank(**arguments, distributed=where.role == "rank")
-    if not output.is_dir():
-        raise RuntimeError(f"training finished without writing {output}")
+    publish_snapshots(run_dir / "snapshots", snapshots,
+                      snapshot_steps(settings.steps, rl["select_every"]))  # fmt: skip
     return write_run_summary(run_dir, curve)
 
 
@@ -287,13 +309,13 @@ def train_rank(
     model_dir: str,
     tasks_root: str,
     task_ids: Sequence[str],
-    output: str,
     run_dir: str,
     rl: Mapping[str, Any],
     seed: int,
     backend: str,
     threads: int,
     distributed: bool,
+    engine_servers: Mapping[str, Any] | None = None,
 ) -> None:
     """One training process: the whole run alone, or one rank of a distributed run.
 
@@ -301,10 +323,14 @@ def train_rank(
     (``distributed``: Slurm's or torchrun's environment, see
     :func:`tmax.rl.learner.init_distributed`) with
     :class:`~tmax.rl.learner.DeepSpeedLearner`, ZeRO stage ``rl.zero_stage``. Rank 0
-    holds the sandboxes and the inference engine and writes ``output``.
+    holds the sandboxes and the inference engine and writes the snapshots
+    (``run_dir/snapshots/step-N``, :mod:`tmax.rl.select`); with
+    ``engine_servers`` (``dir``, ``count``: the launcher started them on the inference
+    nodes) its engine is a :class:`~tmax.rl.remote.RemoteEngine` over them, told to exit
+    when training ends.
     """
-    from tmax.rl.engine import load_full_state_dict
     from tmax.rl.learner import DeepSpeedLearner, Learner, LocalLearner, init_distributed
+    from tmax.rl.select import snapshot_name, snapshot_steps
     from tmax.rl.trainer import RLSettings, Trainer
 
     torch.set_num_threads(threads)
@@ -321,22 +347,38 @@ def train_rank(
     engine = env = None
     if main:
         engine, env = _rollout_side(Path(model_dir), tokenizer, Path(tasks_root), task_ids,
-                                    rl=rl, backend=backend)  # fmt: skip
+                                    rl=rl, backend=backend, servers=engine_servers)  # fmt: skip
         log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(task_ids),
                  settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
-    trainer = Trainer(env, engine, learner, settings, Path(run_dir))
-    state = trainer.train()
+
+    def snapshot(step: int, weights: dict[str, torch.Tensor]) -> None:
+        target = Path(run_dir) / "snapshots" / snapshot_name(step)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        save_weights(weights, tokenizer, Path(model_dir), target)
+        log.info("snapshot of step %d: %s", step, target)
+
+    kept = snapshot_steps(settings.steps, rl["select_every"])
+    trainer = Trainer(env, engine, learner, settings, Path(run_dir), snapshot=snapshot,
+                      snapshot_steps=kept)  # fmt: skip
+    try:
+        state = trainer.train()
+    finally:
+        if hasattr(engine, "close"):
+            engine.close()  # remote engine servers exit
     if state.step < settings.steps:
         raise RuntimeError(f"training stopped at step {state.step} of {settings.steps}")
-    if isinstance(learner, LocalLearner):
-        _save(learner.model, tokenizer, Path(model_dir), Path(output))
-        return
-    weights = learner.full_state_dict()  # collective: every rank takes part
-    if main:
-        final, _ = _load(Path(model_dir))
-        with torch.no_grad():
-            load_full_state_dict(final, weights)
-        _save(final, tokenizer, Path(model_dir), Path(output))
+
+
+def save_weights(
+    weights: Mapping[str, torch.Tensor], tokenizer: Any, model_dir: Path, output: Path
+) -> None:
+    """A servable folder of ``weights`` (a full state dict) in ``model_dir``'s architecture."""
+    from tmax.rl.engine import load_full_state_dict
+
+    model, _ = _load(model_dir)
+    with torch.no_grad():
+        load_full_state_dict(model, weights)
+    _save(model, tokenizer, model_dir, output)
 
 
 def _rollout_side(
@@ -347,16 +389,24 @@ def _rollout_side(
     *,
     rl: Mapping[str, Any],
     backend: str,
+    servers: Mapping[str, Any] | None = None,
 ) -> tuple[Any, Any]:
-    """Rank 0's inference engine (``rl.engine``) and sandboxed task environment."""
+    """Rank 0's inference engine (``rl.engine``, in this process or on the engine
+    servers) and sandboxed task environment."""
     from tmax.benchmarks import heldout as generated_tasks
     from tmax.rl.engine import TransformersEngine, VLLMEngine
     from tmax.rl.environments import TaskEnvironment
+    from tmax.rl.remote import RemoteEngine, read_authkey, wait_for_servers
 
     chosen = generated_tasks(tasks_root, list(task_ids), name="training tasks")
     dirs = {path.name: path for path in chosen.tasks}
-    if rl["engine"] == "vllm":
-        engine: Any = VLLMEngine(str(model_dir))
+    if servers is not None:
+        directory = Path(servers["dir"])
+        addresses = wait_for_servers(directory, int(servers["count"]),
+                                     timeout_s=float(rl["engine_start_timeout_sec"]))  # fmt: skip
+        engine: Any = RemoteEngine(addresses, read_authkey(directory))
+    elif rl["engine"] == "vllm":
+        engine = VLLMEngine(str(model_dir))
     else:
         engine = TransformersEngine(model_dir, tokenizer)
     env = TaskEnvironment(

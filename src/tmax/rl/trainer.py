@@ -36,7 +36,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -288,8 +288,16 @@ class Trainer:
         learner: Learner,
         settings: RLSettings,
         run_dir: Path,
+        *,
+        snapshot_steps: Collection[int] = (),
+        snapshot: Callable[[int, dict[str, torch.Tensor]], None] | None = None,
     ) -> None:
-        """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks)."""
+        """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks).
+
+        After each step in ``snapshot_steps`` the full weights are gathered (a collective)
+        and rank 0 calls ``snapshot(step, weights)`` (checkpoint selection keeps them),
+        before that step's checkpoint, so a resumed run never lacks an earlier snapshot.
+        """
         self.rank, self.world_size = collective.rank_and_size()
         self.env, self.engine, self.learner, self.settings = env, engine, learner, settings
         self.run_dir = run_dir
@@ -298,6 +306,8 @@ class Trainer:
         self.state = TrainerState()
         self.stop_requested = False
         self.engine_lock = VersionLock()
+        self.snapshot_steps = frozenset(snapshot_steps)
+        self.snapshot = snapshot
         self._tensorboard: Any = None
 
     @property
@@ -327,6 +337,8 @@ class Trainer:
                 metrics = self.step(producer)
                 if self.is_main:
                     self.log_metrics(metrics)
+                if self.state.step in self.snapshot_steps:
+                    self.write_snapshot()
                 stop = collective.any_rank(self.stop_requested)
                 due = self.state.step % self.settings.checkpoint_every == 0
                 if due or self.state.step == self.settings.steps or stop:
@@ -506,6 +518,13 @@ class Trainer:
         return result
 
     # --- checkpoints -----------------------------------------------------------------------
+
+    def write_snapshot(self) -> None:
+        """The weights after this step, handed to ``snapshot`` on rank 0 (every rank
+        takes part in gathering them)."""
+        weights = self.learner.full_state_dict()
+        if self.is_main and self.snapshot is not None:
+            self.snapshot(self.state.step, weights)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         log.warning("SIGTERM: checkpointing after the current step")
