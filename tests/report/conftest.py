@@ -154,6 +154,15 @@ CURVE = {
 }
 
 
+SELECTION = {
+    "chosen_step": 3,
+    "last_step": 3,
+    "selected_on": None,
+    "rule": "the last step (rl.select_every is not set)",
+    "snapshots": {"3": None},
+}
+
+
 def write_data_reports(results: Path) -> None:
     """The reports of the task, decontamination and RL stages the report reads."""
     for rel, data in (
@@ -161,6 +170,7 @@ def write_data_reports(results: Path) -> None:
         ("decontam/report.json", DECONTAM_REPORT),
         ("decontam/removed.json", REMOVED),
         ("rl/tiny-qwen3/curve.json", CURVE),
+        ("rl/tiny-qwen3/selection.json", SELECTION),
     ):
         path = results / rel
         path.parent.mkdir(parents=True, exist_ok=True)
