@@ -245,6 +245,7 @@ class EngineServer:
         self._state_dict = state_dict
         self._group: WeightGroup | None = None
         self._stopping = threading.Event()
+        self._count_lock = threading.Lock()
         self.requests = 0
 
     def serve_forever(self) -> None:
@@ -280,7 +281,8 @@ class EngineServer:
 
     def _dispatch(self, op: str, payload: Mapping[str, Any]) -> Any:
         if op == "generate":
-            self.requests += 1
+            with self._count_lock:  # connection threads count concurrently
+                self.requests += 1
             return self.engine.generate(**payload)
         if op == "join":
             self._group = WeightGroup.join(**payload)
