@@ -92,3 +92,23 @@ def test_nodes_split_between_training_and_engines(
 def test_no_node_left_to_train_on_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least 7 nodes for rl_train"):
         split_nodes(Placement("launcher", 2, 2), {"inference_nodes": 6}, gpus_per_node=lambda: 8)
+
+
+def test_engine_servers_that_die_stop_training_unless_they_were_told_to_exit(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from tmax.rl.launch import _wait_for_ranks
+
+    def steps() -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+        ranks = subprocess.Popen(["sleep", "3"])
+        servers = subprocess.Popen(["sh", "-c", "exit 134"])  # aborted, as at teardown
+        return ranks, servers
+
+    ranks, servers = steps()
+    assert _wait_for_ranks(ranks, servers, tmp_path, lambda: True) == 0
+    ranks, servers = steps()
+    with pytest.raises(RuntimeError, match=r"engine servers failed \(srun exit status 134\)"):
+        _wait_for_ranks(ranks, servers, tmp_path, lambda: False)
+    assert ranks.poll() is not None  # the ranks were stopped

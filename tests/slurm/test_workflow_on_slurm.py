@@ -259,8 +259,12 @@ def test_engine_servers_run_on_their_own_node(
         own.update(training_nodes=2, ranks_per_node=1, inference_nodes=1)
 
     edit_config(workdir, split)
+    attempts = workdir / "results/logs/slurm/rule_rl_train/tiny-qwen3-b"
+    before = len(list(attempts.glob("*.log")))
     log = on_slurm(workdir, "--until", "rl_train")
     assert "rl_train" in log
+    # One attempt: servers that exit when told to never fail the job (no retry).
+    assert len(list(attempts.glob("*.log"))) == before + 1, log[-4000:]
     model, run = "tiny-qwen3-b", workdir / "results/rl/tiny-qwen3-b/run"
     launcher = (workdir / "results/logs/rl" / model / "train.log").read_text()
     assert "starting 1 engine server(s) on 1 node(s): srun --nodes=1 --ntasks=1" in launcher

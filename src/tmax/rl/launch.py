@@ -188,6 +188,7 @@ def launch_ranks(
     nodes: int,
     ranks_per_node: int,
     servers: subprocess.Popen[bytes] | None = None,
+    servers_closed: Callable[[], bool] = lambda: False,
 ) -> None:
     """Start ``ranks_per_node`` training ranks on each of the first ``nodes`` nodes with one
     ``srun`` and wait for them (and, with ``servers``, the engine servers' ``srun``).
@@ -195,8 +196,9 @@ def launch_ranks(
     ``arguments`` are :func:`tmax.rl.stage.train_rank`'s keyword arguments (paths as
     strings); they are written to ``run_dir/launch.json`` for the ranks to read. A rank
     that fails makes this raise with the tail of every log; so do engine servers that
-    fail while the ranks run (the ranks are then stopped). Servers still running when
-    the ranks are done (rank 0 tells them to exit) are stopped.
+    fail while the ranks run (the ranks are then stopped), unless ``servers_closed()``
+    says rank 0 had already told them to exit. Servers still running when the ranks are
+    done are stopped.
     """
     if shutil.which("srun") is None:
         raise RuntimeError("srun not found: a multi-task Slurm allocation needs Slurm's srun")
@@ -220,7 +222,7 @@ def launch_ranks(
     # SIGTERM to every task); the ranks checkpoint and exit.
     previous = signal.signal(signal.SIGTERM, forward)
     try:
-        code = _wait_for_ranks(process, servers, log_dir)
+        code = _wait_for_ranks(process, servers, log_dir, servers_closed)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if servers is not None:
@@ -232,7 +234,10 @@ def launch_ranks(
 
 
 def _wait_for_ranks(
-    process: subprocess.Popen[bytes], servers: subprocess.Popen[bytes] | None, log_dir: Path
+    process: subprocess.Popen[bytes],
+    servers: subprocess.Popen[bytes] | None,
+    log_dir: Path,
+    servers_closed: Callable[[], bool],
 ) -> int:
     while True:
         try:
@@ -240,7 +245,7 @@ def _wait_for_ranks(
         except subprocess.TimeoutExpired:
             pass
         failed = servers is not None and servers.poll() not in (None, 0)
-        if failed:
+        if failed and not servers_closed():
             assert servers is not None
             _stop(process, grace_s=60.0)
             raise RuntimeError(

@@ -260,6 +260,9 @@ class EngineServer:
                 continue
             threading.Thread(target=self._handle, args=(connection,), daemon=True).start()
         self._listener.close()
+        # Drop the weight group now, while the process is whole: a process group left to
+        # interpreter teardown can abort it (std::terminate in a backend thread).
+        self._group = None
         log.info("engine server on %s:%d stopped after %d request(s)", *self.address,
                  self.requests)  # fmt: skip
 
@@ -502,6 +505,17 @@ class RemoteEngine:
 
 SERVER_FILE = "server.json"
 AUTHKEY_FILE = "authkey"
+CLOSED_FILE = "closed"
+"""Written by rank 0 before it tells the servers to exit: from then on, how a server
+process ends no longer matters to the training job."""
+
+
+def mark_closed(directory: Path) -> None:
+    (directory / CLOSED_FILE).touch()
+
+
+def closed(directory: Path) -> bool:
+    return (directory / CLOSED_FILE).exists()
 
 
 def address_file(directory: Path, index: int) -> Path:
@@ -514,6 +528,7 @@ def prepare_server_dir(directory: Path, settings: Mapping[str, Any]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob("engine-*.json"):
         stale.unlink()
+    (directory / CLOSED_FILE).unlink(missing_ok=True)
     key = directory / AUTHKEY_FILE
     key.unlink(missing_ok=True)
     descriptor = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -683,7 +698,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(None)
     index = int(args[1]) if len(args) == 2 else int(os.environ.get("SLURM_PROCID", "0"))
     serve(Path(args[0]), index, int(os.environ.get("SLURM_LOCALID", "0")))
-    return 0
+    logging.shutdown()
+    # Asked to stop and done: leave without tearing down the engine's and the weight
+    # group's native threads (vLLM and NCCL/gloo can abort in their destructors).
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -249,7 +249,7 @@ def rl_train(
     verifiers run in other processes. Rank 0 writes the snapshots into
     ``run_dir/snapshots``; they are linked into ``snapshots`` when training is done."""
     from tmax.rl.launch import launch_ranks, placement, split_nodes, start_engine_servers
-    from tmax.rl.remote import prepare_server_dir
+    from tmax.rl.remote import closed, prepare_server_dir
     from tmax.rl.select import publish_snapshots, snapshot_steps
     from tmax.rl.trainer import RLSettings, write_run_summary
 
@@ -289,7 +289,8 @@ def rl_train(
             servers = start_engine_servers(server_file, layout, run_dir / "logs",
                                            threads=threads)  # fmt: skip
         launch_ranks({**arguments, "distributed": True}, run_dir, servers=servers,
-                     nodes=layout.training_nodes, ranks_per_node=layout.ranks_per_node)  # fmt: skip
+                     nodes=layout.training_nodes, ranks_per_node=layout.ranks_per_node,
+                     servers_closed=lambda: closed(run_dir / "engines"))  # fmt: skip
     else:
         if rl.get("inference_nodes"):
             log.warning("rl.inference_nodes is %d, but this is not a Slurm job of several "
@@ -330,6 +331,7 @@ def train_rank(
     when training ends.
     """
     from tmax.rl.learner import DeepSpeedLearner, Learner, LocalLearner, init_distributed
+    from tmax.rl.remote import mark_closed
     from tmax.rl.select import snapshot_name, snapshot_steps
     from tmax.rl.trainer import RLSettings, Trainer
 
@@ -363,6 +365,8 @@ def train_rank(
     try:
         state = trainer.train()
     finally:
+        if engine_servers is not None and main:
+            mark_closed(Path(engine_servers["dir"]))  # servers may now exit as they like
         if hasattr(engine, "close"):
             engine.close()  # remote engine servers exit
     if state.step < settings.steps:
