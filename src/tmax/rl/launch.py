@@ -167,9 +167,9 @@ def split_nodes(
     if training < 1:
         raise ValueError(
             f"rl.inference_nodes is {inference} but the training job has {where.nodes} "
-            f"node(s), leaving none to train on: ask the slurm profile for at least "
-            f"{inference + 1} nodes for rl_train (set-resources: rl_train: nodes), or lower "
-            "rl.inference_nodes"
+            f"node(s), leaving none to train on: the job's nodes are rl.training_nodes + "
+            "rl.inference_nodes (rules/common.smk::training_job); a profile or command "
+            "line that overrides rl_train's nodes must keep at least one training node"
         )
     gpus = gpus_per_node()
     tasks_per_node = max(1, where.tasks // where.nodes)

@@ -584,9 +584,9 @@ def local_servers(
     import subprocess
 
     settings_file = prepare_server_dir(directory, settings)
-    paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "OMP_NUM_THREADS": str(settings.get("threads", 1)),
-           "PYTHONPATH": os.pathsep.join(p for p in paths if p)}  # fmt: skip
+    from tmax.rl.launch import _rank_env
+
+    env = _rank_env({"threads": settings.get("threads", 1)})
     processes = []
     for index in range(count):
         with (directory / f"engine{index}.log").open("wb") as log_file:
