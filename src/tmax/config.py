@@ -157,6 +157,25 @@ def _semantic_problems(config: Mapping[str, Any]) -> list[str]:
     sources = config.get("datasets", {}).get("sources", [])
     problems += _dataset_source_problems(sources)
     problems += _rl_data_problems(config.get("models", []), sources)
+    problems += _engine_problems(config)
+    return problems
+
+
+def _engine_problems(config: Mapping[str, Any]) -> list[str]:
+    """Engines on inference nodes are vLLM servers (the transformers engine lives in the
+    training process)."""
+    problems = []
+    base = config.get("rl", {})
+    scopes = [("rl", base)] + [
+        (f"models[{i}].rl", {**base, **(model.get("rl") or {})})
+        for i, model in enumerate(config.get("models", []))
+    ]
+    for key, rl in scopes:
+        if rl.get("inference_nodes") and rl.get("engine") != "vllm":
+            problems.append(
+                f"'{key}.inference_nodes' = {rl['inference_nodes']} needs '{key}.engine' = "
+                f"vllm (got {rl.get('engine')!r}): engines on their own nodes are vLLM servers"
+            )
     return problems
 
 

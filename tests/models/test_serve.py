@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 import socket
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,17 +182,14 @@ def test_a_missing_executable_is_named_with_a_hint() -> None:
         server.start()
 
 
-@pytest.mark.skipif(
-    shutil.which("vllm") is not None or (Path(sys.executable).parent / "vllm").exists(),
-    reason="vLLM is installed here",
-)
-def test_starting_vllm_without_vllm_names_the_gpu_extra() -> None:
-    with pytest.raises(ModelServerError, match=r"'vllm'.*\.\[gpu\]"):
-        ModelServer.vllm("Qwen/Qwen3-8B").start()
+def test_starting_vllm_without_its_environment_says_how_to_install_it(tmp_path: Path) -> None:
+    server = ModelServer.vllm("Qwen/Qwen3-8B", python=str(tmp_path / "no-python"))
+    with pytest.raises(ModelServerError, match=r"no-python.*setup\.sh.*TMAX_VLLM_PYTHON"):
+        server.start()
 
 
 # ------------------------------------------------------------------------------------------
-# vLLM's command (vLLM itself only runs on GPU machines)
+# vLLM's command
 
 
 def test_vllm_command_serves_the_name_with_native_tool_calls() -> None:
@@ -205,11 +200,14 @@ def test_vllm_command_serves_the_name_with_native_tool_calls() -> None:
         tensor_parallel_size=4,
         max_model_len=32768,
         reasoning_parser="qwen3",
-        extra_args=["--gpu-memory-utilization", "0.85"],
+        extra_args=["--gpu-memory-utilization", "0.85", "--enforce-eager"],
+        python="/envs/vllm/bin/python",
     )
     assert server.command() == [
-        "vllm",
-        "serve",
+        "/envs/vllm/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
         "/models/Qwen3-8B",
         "--served-model-name",
         "qwen3-8b",
@@ -228,9 +226,19 @@ def test_vllm_command_serves_the_name_with_native_tool_calls() -> None:
         "32768",
         "--gpu-memory-utilization",
         "0.85",
+        "--enforce-eager",
     ]
     assert server.model == "qwen3-8b"
     assert server.base_url == "http://127.0.0.1:8123/v1"
+
+
+def test_vllm_runs_from_its_own_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMAX_VLLM_PYTHON", "/opt/vllm/bin/python")
+    assert ModelServer.vllm("m").command()[:3] == [
+        "/opt/vllm/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+    ]
 
 
 def test_vllm_defaults_serve_the_model_path_on_a_free_port() -> None:

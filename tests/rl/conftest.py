@@ -40,3 +40,15 @@ def engine(model_dir: Path, tokenizer: Any) -> Any:
     from tmax.rl.engine import TransformersEngine
 
     return TransformersEngine(model_dir, tokenizer)
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> str:
+    """The vLLM environment (./setup.sh builds it): its absence fails the vLLM tests rather
+    than skipping them, so a broken install cannot pass CI unnoticed."""
+    from tmax.models.serve import ModelServerError, check_vllm_python
+
+    try:
+        return check_vllm_python()
+    except ModelServerError as error:
+        pytest.fail(f"the vLLM tests need the vLLM environment: {error}")

@@ -33,3 +33,15 @@ def test_every_rl_figure_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     printed = capsys.readouterr().out
     for figure in ("overhead:", "TransformersEngine :", "merged into batches:"):
         assert figure in printed
+
+
+@pytest.mark.slow
+def test_the_vllm_throughput_figure_is_printed(
+    vllm_python: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One real vLLM server (the push and bf16 figures start three more: run by hand)."""
+    bench = load_script()
+    torch.set_num_threads(1)
+    bench.vllm_vs_transformers(ensure_tiny_model(), 1, new_tokens=4, threads=2, servers=(1,))
+    printed = capsys.readouterr().out
+    assert "vLLM, 1 server(s)" in printed and "x TransformersEngine" in printed

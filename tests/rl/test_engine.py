@@ -1,14 +1,11 @@
 """Inference engines: sampling from exactly the distribution whose log-probs are returned,
-stop tokens, seeds, batching, weight pushes; vLLM's request building against a double."""
+stop tokens, seeds, batching, weight pushes (vLLM's engine: tests/rl/test_remote.py)."""
 
 from __future__ import annotations
 
-import builtins
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,9 +15,7 @@ from tmax.rl.engine import (
     RequestBatcher,
     Row,
     TransformersEngine,
-    VLLMEngine,
     _inverse_cdf_sample,
-    make_engine,
 )
 
 torch = pytest.importorskip("torch")
@@ -273,138 +268,3 @@ def test_requests_are_checked(engine: TransformersEngine, prompts: list[list[int
         engine.generate(prompts, max_tokens=0, temperature=1.0, stop_token_ids=[])
     with pytest.raises(ValueError, match="empty"):
         engine.generate([[]], max_tokens=4, temperature=1.0, stop_token_ids=[])
-
-
-def test_make_engine_selects_by_name(model_dir: Path, tokenizer: Any) -> None:
-    assert isinstance(make_engine("transformers", model_dir, tokenizer), TransformersEngine)
-    with pytest.raises(ValueError, match="choose one of transformers, vllm"):
-        make_engine("tgi", model_dir)
-
-
-# ------------------------------------------------------------------------------------------
-# vLLM, against a test double of vllm.LLM
-
-
-@dataclass
-class FakeSamplingParams:
-    n: int
-    temperature: float
-    top_p: float
-    top_k: int
-    min_p: float
-    max_tokens: int
-    stop_token_ids: list[int]
-    logprobs: int
-    seed: int | None
-    detokenize: bool
-    skip_special_tokens: bool
-
-
-class FakeLLM:
-    """Answers every prompt with its last two ids + 1 and made-up log-probs."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[list[Any], list[Any], dict[str, Any]]] = []
-        self.rpcs: list[tuple[str, dict[str, Any]]] = []
-        self.prefix_resets = 0
-
-    def generate(self, prompts: list[Any], params: list[Any], **options: Any) -> list[Any]:
-        self.calls.append((prompts, params, options))
-        outputs = []
-        for prompt, param in zip(prompts, params, strict=True):
-            ids = [token + 1 for token in prompt["prompt_token_ids"][-2:]][: param.max_tokens]
-            logprobs = [
-                # The sampled token's entry plus a decoy (vLLM may add top-k entries).
-                {token: SimpleNamespace(logprob=-0.25 * (i + 1)), -1: SimpleNamespace(logprob=0.0)}
-                for i, token in enumerate(ids)
-            ]
-            finish = "stop" if ids and ids[-1] in param.stop_token_ids else "length"
-            completion = SimpleNamespace(token_ids=ids, logprobs=logprobs, finish_reason=finish)
-            outputs.append(SimpleNamespace(outputs=[completion]))
-        return outputs
-
-    def collective_rpc(self, method: str, kwargs: dict[str, Any] | None = None) -> list[Any]:
-        self.rpcs.append((method, kwargs or {}))
-        return [None]
-
-    def reset_prefix_cache(self) -> bool:
-        self.prefix_resets += 1
-        return True
-
-
-def test_vllm_requests_are_token_prompts_with_pure_sampling() -> None:
-    llm = FakeLLM()
-    engine = VLLMEngine.from_llm(llm, FakeSamplingParams)
-    generations = engine.generate(
-        [[5, 6, 7], [8, 9]], max_tokens=16, temperature=0.9, stop_token_ids=[10], seed=4
-    )
-    [(requests, params, options)] = llm.calls
-    assert requests == [{"prompt_token_ids": [5, 6, 7]}, {"prompt_token_ids": [8, 9]}]
-    assert options == {"use_tqdm": False}
-    for index, param in enumerate(params):
-        assert param.temperature == 0.9
-        assert (param.top_p, param.top_k, param.min_p) == (1.0, 0, 0.0)
-        assert param.logprobs == 0  # the sampled token's log-prob only
-        assert param.max_tokens == 16
-        assert param.stop_token_ids == [10]
-        assert param.seed == 4 + index
-        assert param.detokenize is False
-    assert generations == [
-        Generation([7, 8], [-0.25, -0.5], "length"),
-        Generation([9, 10], [-0.25, -0.5], "stop"),
-    ]
-    engine.generate([[1, 2]], max_tokens=2, temperature=1.0, stop_token_ids=[])
-    assert llm.calls[-1][1][0].seed is None
-
-
-def test_vllm_update_weights_reloads_in_place_then_drops_the_prefix_cache() -> None:
-    llm = FakeLLM()
-    engine = VLLMEngine.from_llm(llm, FakeSamplingParams)
-    state = {"model.embed_tokens.weight": torch.ones(4, 2), "lm_head.weight": torch.zeros(4, 2)}
-    engine.update_weights(state, version=7)
-    [(method, kwargs)] = llm.rpcs
-    assert method == "reload_weights"
-    assert kwargs["is_checkpoint_format"] is True
-    names = [name for name, _ in kwargs["weights_iterator"]]
-    assert names == list(state)
-    assert all(tensor.device.type == "cpu" for _, tensor in kwargs["weights_iterator"])
-    assert llm.prefix_resets == 1
-    assert engine.policy_version == 7
-
-
-def test_vllm_outputs_without_logprobs_or_aborted_are_errors() -> None:
-    class Broken(FakeLLM):
-        def __init__(self, logprobs: Any, finish: str) -> None:
-            super().__init__()
-            self.logprobs, self.finish = logprobs, finish
-
-        def generate(self, prompts: list[Any], params: list[Any], **options: Any) -> list[Any]:
-            completion = SimpleNamespace(
-                token_ids=[1], logprobs=self.logprobs, finish_reason=self.finish
-            )
-            return [SimpleNamespace(outputs=[completion])]
-
-    with pytest.raises(RuntimeError, match="no logprobs"):
-        VLLMEngine.from_llm(Broken(None, "stop"), FakeSamplingParams).generate(
-            [[1]], max_tokens=1, temperature=1.0, stop_token_ids=[]
-        )
-    aborted = Broken([{1: SimpleNamespace(logprob=-1.0)}], "abort")
-    with pytest.raises(RuntimeError, match="abort"):
-        VLLMEngine.from_llm(aborted, FakeSamplingParams).generate(
-            [[1]], max_tokens=1, temperature=1.0, stop_token_ids=[]
-        )
-
-
-def test_vllm_missing_names_the_gpu_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def no_vllm(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "vllm" or name.startswith("vllm."):
-            raise ImportError("No module named 'vllm'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_vllm)
-    with pytest.raises(ImportError, match=r"\[gpu\]"):
-        VLLMEngine("Qwen/Qwen3-8B")
-    with pytest.raises(ImportError, match="gpu"):
-        make_engine("vllm", "Qwen/Qwen3-8B")

