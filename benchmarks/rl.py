@@ -196,9 +196,11 @@ def vllm_engine(model_dir: Path, count: int = 1, **changes: object) -> Iterator[
 
 
 def vllm_vs_transformers(model_dir: Path, repeats: int, new_tokens: int, threads: int,
-                         servers: tuple[int, ...] = (1, 2)) -> None:  # fmt: skip
+                         servers: tuple[int, ...] = (1, 2),
+                         running: object | None = None) -> None:  # fmt: skip
     """The episode workload through vLLM's server (fp32, continuous batching; HTTP per
-    turn) against TransformersEngine in this process (our batcher), same model."""
+    turn) against TransformersEngine in this process (our batcher), same model: through
+    ``servers`` servers started here, or the ``running`` engine over ``model_dir``."""
     prompts = [[11 + i, 200 + i, 37, 99, 5, 1000 + i] * 20 for i in range(threads)]
     local = TransformersEngine(model_dir)
     episodes(local, prompts, new_tokens)
@@ -206,12 +208,20 @@ def vllm_vs_transformers(model_dir: Path, repeats: int, new_tokens: int, threads
     n = threads * 4 * new_tokens
     print(f"vLLM vs transformers: {threads} episode threads x 4 turns x {new_tokens} new tokens")
     print(f"TransformersEngine (this process): {n / here:8.0f} tokens/s")
-    for count in servers:
-        with vllm_engine(model_dir, count) as engine:
-            episodes(engine, prompts, new_tokens)
-            there = median_time(lambda: episodes(engine, prompts, new_tokens), repeats)
+
+    def measure(engine: object) -> None:
+        episodes(engine, prompts, new_tokens)
+        there = median_time(lambda: episodes(engine, prompts, new_tokens), repeats)
+        count = engine.servers  # type: ignore[attr-defined]
         print(f"vLLM, {count} server(s)            : {n / there:8.0f} tokens/s = "
               f"{here / there:.2f}x TransformersEngine")  # fmt: skip
+
+    if running is not None:
+        measure(running)
+        return
+    for count in servers:
+        with vllm_engine(model_dir, count) as engine:
+            measure(engine)
 
 
 def push_model(folder: Path, hidden: int, layers: int) -> Path:

@@ -52,3 +52,19 @@ def vllm_python() -> str:
         return check_vllm_python()
     except ModelServerError as error:
         pytest.fail(f"the vLLM tests need the vLLM environment: {error}")
+
+
+@pytest.fixture(scope="session")
+def vllm_pair(vllm_python: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Two real vLLM servers over the tiny Qwen3 (fp32, tied embeddings), shared by the
+    vLLM tests of the whole session (each start costs about a minute on 2 cores)."""
+    from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
+
+    model = ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
+    settings = EngineSettings(model_dir=str(model), dtype="float32", max_model_len=512,
+                              weight_transfer="tmax_gloo")  # fmt: skip
+    directory = tmp_path_factory.mktemp("vllm-pair")
+    with local_servers(directory, settings, 2) as urls:
+        engine = VLLMEngine(urls, read_key(directory), settings=settings, host="127.0.0.1")
+        yield engine
+        engine.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
@@ -37,11 +38,13 @@ def test_every_rl_figure_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_the_vllm_throughput_figure_is_printed(
-    vllm_python: str, capsys: pytest.CaptureFixture[str]
+    vllm_pair: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One real vLLM server (the push and bf16 figures start three more: run by hand)."""
+    """Through the session's pair of real vLLM servers (the push and bf16 figures start
+    servers of their own: run by hand)."""
     bench = load_script()
     torch.set_num_threads(1)
-    bench.vllm_vs_transformers(ensure_tiny_model(), 1, new_tokens=4, threads=2, servers=(1,))
+    model_dir = Path(vllm_pair.settings.model_dir)
+    bench.vllm_vs_transformers(model_dir, 1, new_tokens=4, threads=2, running=vllm_pair)
     printed = capsys.readouterr().out
-    assert "vLLM, 1 server(s)" in printed and "x TransformersEngine" in printed
+    assert "vLLM, 2 server(s)" in printed and "x TransformersEngine" in printed

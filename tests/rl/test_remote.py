@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +51,9 @@ def settings_for(model_dir: Path) -> EngineSettings:
 
 
 @pytest.fixture(scope="module")
-def tied(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMEngine]:
+def tied(vllm_pair: VLLMEngine) -> VLLMEngine:
     """Two engine servers over the tiny Qwen3 (tied embeddings, as Qwen3.5 2B/4B)."""
-    directory = tmp_path_factory.mktemp("tied-engines")
-    with local_servers(directory, settings_for(model_dir), 2) as urls:
-        engine = VLLMEngine(
-            urls, read_key(directory), settings=settings_for(model_dir), host="127.0.0.1"
-        )
-        yield engine
-        engine.close()
+    return vllm_pair
 
 
 def untied_copy(model_dir: Path, target: Path, *, vocab_size: int | None = None) -> Path:
@@ -92,7 +87,7 @@ def untied_copy(model_dir: Path, target: Path, *, vocab_size: int | None = None)
 @pytest.fixture(scope="module")
 def small_untied(
     model_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Path, VLLMEngine]]:
+) -> Iterator[tuple[Path, VLLMEngine, Path]]:
     """One engine server over an untied 16-token model (the known-answer environment's)."""
     folder = untied_copy(model_dir, tmp_path_factory.mktemp("models") / "untied16", vocab_size=16)
     directory = tmp_path_factory.mktemp("untied-engine")
@@ -100,7 +95,7 @@ def small_untied(
         engine = VLLMEngine(
             urls, read_key(directory), settings=settings_for(folder), host="127.0.0.1"
         )
-        yield folder, engine
+        yield folder, engine, directory
         engine.close()
 
 
@@ -255,10 +250,21 @@ def test_a_push_missing_a_parameter_fails_naming_it(tied: VLLMEngine, model_dir:
     with pytest.raises(EngineServerError, match=r"model\.layers\.2\.self_attn\.k_proj\.weight"):
         tied.update_weights(weights, version=7)
     assert tied.policy_version != 7
+    # Declared untrained (rl.engine_untrained_weights), the same push goes through. A new
+    # sender re-forms the weight group, so this pair of servers takes no more pushes
+    # from `tied` after this test.
+    settings = replace(tied.settings, untrained=("model.layers.2.self_attn.k_*",))
+    urls = [client.base_url for client in tied.clients]
+    frozen = VLLMEngine(urls, tied.key, settings=settings, host="127.0.0.1")
+    try:
+        frozen.update_weights(weights, version=8)
+        assert [client.weight_version() for client in tied.clients] == ["8", "8"]
+    finally:
+        frozen.close()
 
 
-def test_the_untied_head_is_pushed_too(small_untied: tuple[Path, VLLMEngine]) -> None:
-    folder, engine = small_untied
+def test_the_untied_head_is_pushed_too(small_untied: tuple[Path, VLLMEngine, Path]) -> None:
+    folder, engine, _ = small_untied
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     learner = LocalLearner(model, lr=5e-2)
     assert "lm_head.weight" in learner.full_state_dict()
@@ -271,11 +277,11 @@ def test_the_untied_head_is_pushed_too(small_untied: tuple[Path, VLLMEngine]) ->
 
 
 def test_dppo_through_a_vllm_server_learns_with_no_train_inference_gap(
-    small_untied: tuple[Path, VLLMEngine], tmp_path: Path
+    small_untied: tuple[Path, VLLMEngine, Path], tmp_path: Path
 ) -> None:
     """The known-answer run of test_trainer, its rollouts on vLLM: one target among 16
     tokens, chance 1/16. Every step's μ (vLLM) equals π (the learner) before the update."""
-    folder, engine = small_untied
+    folder, engine, _ = small_untied
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     engine.update_weights(LocalLearner(model, lr=3e-2).full_state_dict(), version=0)
     env = TargetTokenEnvironment({f"p{i}": ([1, 2 + i, 3], 7) for i in range(4)})
@@ -297,6 +303,29 @@ def test_dppo_through_a_vllm_server_learns_with_no_train_inference_gap(
     assert max(m["logp_diff_max"] for m in trained) <= 1e-4
     assert max(m["masked_fraction"] for m in trained) == 0.0
     assert engine.clients[0].weight_version() == str(curve[-1]["policy_version"])
+
+
+def test_a_crashed_server_leaves_no_process_or_shared_memory(
+    small_untied: tuple[Path, VLLMEngine, Path],
+) -> None:
+    """vLLM's engine core and worker (about 2 GB each) and their /dev/shm segments outlive
+    a server killed with SIGKILL; its supervisor removes them and reports the failure.
+    (The last test of the untied server: it kills it.)"""
+    _, _, directory = small_untied
+    supervisor = json.loads(address_file(directory, 0).read_text())["pid"]
+    api, others = server_processes(supervisor)
+    assert others, "vLLM's engine core and worker run in processes of their own"
+    memory = shared_memory_of(api | others)
+    assert memory, "vLLM keeps shared memory in /dev/shm"
+    [leader] = api
+    os.kill(leader, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while running(supervisor) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not running(supervisor), "the supervisor should see its server die and stop"
+    assert not any(running(pid) for pid in others)
+    assert not any((SHARED_MEMORY / name).exists() for name in memory)
+    assert "vLLM exited with status" in (directory / "engine0.log").read_text()
 
 
 def test_every_route_but_health_needs_the_launch_secret(tied: VLLMEngine) -> None:
@@ -324,40 +353,51 @@ def running(pid: int) -> bool:
         return False
 
 
-def vllm_processes() -> set[int]:
-    found = set()
+def children(pid: int) -> set[int]:
+    """Every live descendant of ``pid``."""
+    parents: dict[int, int] = {}
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
+                parents[int(proc.name)] = int(
+                    (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+            except (OSError, ValueError, IndexError):
                 continue
-            if b"VLLM::" in command or b"vllm.entrypoints" in command:
-                found.add(int(proc.name))
-    return found
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return {p for p in found if running(p)}
 
 
-def test_a_crashed_server_leaves_no_process_or_shared_memory(
-    model_dir: Path, tmp_path: Path
-) -> None:
-    """vLLM's engine core and worker (about 2 GB each) and their /dev/shm segments outlive
-    a server killed with SIGKILL; its supervisor removes them and reports the failure."""
-    before_processes = vllm_processes()
-    before_memory = {p.name for p in SHARED_MEMORY.iterdir()}
-    with local_servers(tmp_path, settings_for(model_dir), 1):
-        supervisor = json.loads(address_file(tmp_path, 0).read_text())["pid"]
-        started = vllm_processes() - before_processes
-        [api] = [p for p in started if b"entrypoints" in Path(f"/proc/{p}/cmdline").read_bytes()]
-        assert started - {api}, "vLLM's engine core and worker run in processes of their own"
-        assert {p.name for p in SHARED_MEMORY.iterdir()} - before_memory
-        os.kill(api, signal.SIGKILL)
-        deadline = time.monotonic() + 120
-        while running(supervisor) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not running(supervisor), "the supervisor should see its server die and stop"
-    assert not (vllm_processes() - before_processes)
-    assert not ({p.name for p in SHARED_MEMORY.iterdir()} - before_memory)
-    assert "vLLM exited with status" in (tmp_path / "engine0.log").read_text()
+def server_processes(supervisor: int) -> tuple[set[int], set[int]]:
+    """The vLLM API server under a supervisor, and its engine core and workers."""
+
+    def command(pid: int) -> bytes:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return b""
+
+    below = children(supervisor)
+    api = {p for p in below if b"vllm.entrypoints" in command(p)}
+    return api, below - api
+
+
+def shared_memory_of(pids: set[int]) -> set[str]:
+    """/dev/shm entries these processes have open or mapped."""
+    names = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            path = line.split()[-1] if line.count(" ") >= 5 else ""
+            if path.startswith(f"{SHARED_MEMORY}/"):
+                names.add(path.removeprefix(f"{SHARED_MEMORY}/"))
+    return names
 
 
 def test_a_missing_vllm_environment_says_how_to_install_it(tmp_path: Path) -> None:

@@ -91,6 +91,7 @@ class EngineSettings:
     options: dict[str, Any] = field(default_factory=dict)  # [engine_options]
     ready_timeout: float = 1800.0  # [engine_start_timeout_sec]
     seed: int = 0
+    untrained: tuple[str, ...] = ()  # [engine_untrained_weights]: checkpoint tensors not sent
 
     @classmethod
     def from_config(cls, rl: Mapping[str, Any], model_dir: str | Path, *, threads: int = 1,
@@ -106,6 +107,7 @@ class EngineSettings:
             options=dict(rl.get("engine_options") or {}),
             ready_timeout=float(rl.get("engine_start_timeout_sec") or 1800.0),
             seed=seed,
+            untrained=tuple(rl.get("engine_untrained_weights") or ()),
         )
 
     def backend(self) -> str:
@@ -324,7 +326,7 @@ class VLLMEngine:
         local servers)."""
         if not base_urls:
             raise ValueError("a VLLMEngine needs at least one engine server")
-        self.settings = settings
+        self.settings, self.key = settings, key
         self.clients = [EngineClient(url, key, i) for i, url in enumerate(base_urls)]
         self._group = ServerGroup(self.clients, settings.tensor_parallel)
         self._host = host or socket.gethostname()
@@ -384,7 +386,8 @@ class VLLMEngine:
 
             self._sender = TorchSender.trainer_init(self._group, host=self._host,
                                                     workers=self._group.workers,
-                                                    backend=self.settings.backend())  # fmt: skip
+                                                    backend=self.settings.backend(),
+                                                    untrained=self.settings.untrained)  # fmt: skip
         return self._sender
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
@@ -448,7 +451,9 @@ def prepare_server_dir(directory: Path, settings: EngineSettings) -> Path:
 
 
 def read_settings(settings_file: Path) -> EngineSettings:
-    return EngineSettings(**json.loads(settings_file.read_text()))
+    fields = json.loads(settings_file.read_text())
+    fields["untrained"] = tuple(fields.get("untrained") or ())
+    return EngineSettings(**fields)
 
 
 def read_key(directory: Path) -> str:

@@ -20,6 +20,7 @@ environment.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,14 +66,18 @@ class _CheckedLoads:
     model_config: Any
     _loaded: set[str]
     _received: set[str]
+    _expected: set[str]
     _tied: list[Tie]
     _checkpoint_names: set[str] | None = None
+    _untrained: list[str] = []  # noqa: RUF012 (patterns set per engine at init)
 
     def _start_checked(self) -> None:
         from vllm.model_executor.model_loader.reload import initialize_layerwise_reload
 
         self._loaded, self._received = set(), set()
         self._tied = _tied_parameters(self.model)
+        # Before the reload, which unties a shared head into a parameter of its own.
+        self._expected = {name for name, _ in self.model.named_parameters()}
         if self._checkpoint_names is None:
             self._checkpoint_names = checkpoint_names(self.model_config)
         initialize_layerwise_reload(self.model)
@@ -82,7 +87,7 @@ class _CheckedLoads:
         loaded = self.model.load_weights(weights)  # type: ignore[operator]
         self._loaded.update(loaded or ())
 
-    def _finish_checked(self) -> None:
+    def _finalize(self) -> None:
         from vllm.model_executor.model_loader.reload import finalize_layerwise_reload
 
         finalize_layerwise_reload(self.model, self.model_config)
@@ -95,24 +100,39 @@ class _CheckedLoads:
             method = getattr(owner, "quant_method", None)
             if method is not None:
                 method.process_weights_after_loading(owner)
+
+    def _problems(self) -> list[str]:
         problems = []
         if self._checkpoint_names:
             tied_head = bool(getattr(self.model_config.hf_config, "tie_word_embeddings", False))
             unsent = {n for n in self._checkpoint_names - self._received
-                      if not (tied_head and n.endswith("lm_head.weight"))}  # fmt: skip
+                      if not (tied_head and n.endswith("lm_head.weight"))
+                      and not any(fnmatch.fnmatchcase(n, p) for p in self._untrained)}  # fmt: skip
             if unsent:
-                problems.append(f"{len(unsent)} tensor(s) of the checkpoint were not sent: "
-                                f"{_names(unsent)}")  # fmt: skip
-        expected = {name for name, _ in self.model.named_parameters()}
-        unloaded = expected - self._loaded
+                problems.append(f"{len(unsent)} tensor(s) of the checkpoint were not sent (a "
+                                "weight the trainer does not train belongs in "
+                                f"rl.engine_untrained_weights): {_names(unsent)}")  # fmt: skip
+        unloaded = self._expected - self._loaded
         if unloaded:
-            problems.append(f"{len(unloaded)} of {len(expected)} parameter(s) of vLLM's model "
-                            f"were not loaded: {_names(unloaded)}")  # fmt: skip
+            problems.append(f"{len(unloaded)} of {len(self._expected)} parameter(s) of "
+                            f"vLLM's model were not loaded: {_names(unloaded)}")  # fmt: skip
+        return problems
+
+    def _check_received(self) -> None:
+        """After the last bucket: an incomplete update is finalised (every layer whole
+        again, old tensors where nothing came) and fails here, in ``update_weights``,
+        which vLLM's worker unwinds (a failure in ``finish_weight_update`` would leave
+        it in an update that can never start again)."""
+        problems = self._problems()
         if problems:
+            self._finalize()
             raise IncompleteWeightUpdate("incomplete weight update; the engine keeps old "
                                          "values for these: " + "; ".join(problems))  # fmt: skip
+
+    def _finish_checked(self) -> None:
+        self._finalize()
         log.info("weight update complete: %d tensor(s) received, %d parameter(s) loaded",
-                 len(self._received), len(expected))  # fmt: skip
+                 len(self._received), len(self._loaded))  # fmt: skip
 
 
 def _names(names: set[str], shown: int = 12) -> str:
@@ -176,6 +196,7 @@ class TorchInitInfo:
     bucket_bytes: int = wt.BUCKET_BYTES
     backend: str = "tmax_gloo"
     nccl_version: str | None = None
+    untrained: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -219,6 +240,7 @@ class TorchWeightTransferEngine(_CheckedLoads, _engine_base()):  # type: ignore[
                 "environments the same NCCL (or torch) build"
             )
         self.bucket_bytes, self.kind = init_info.bucket_bytes, kind
+        self._untrained = list(init_info.untrained)
         self.group = wt.TorchGroup.join(init_info.master_address, init_info.master_port, rank,
                                         init_info.world_size, kind)  # fmt: skip
         log.info("joined the trainer's weight group as rank %d of %d (%s)", rank,
@@ -237,6 +259,7 @@ class TorchWeightTransferEngine(_CheckedLoads, _engine_base()):  # type: ignore[
         for pairs in wt.receive_buckets(self.group, specs, limit=self.bucket_bytes,
                                         device=device):  # fmt: skip
             self._load(pairs)
+        self._check_received()
 
     def finish_weight_update(self) -> None:
         self._finish_checked()

@@ -297,9 +297,12 @@ class TorchSender:
         workers: int,
         backend: str = "tmax_gloo",
         bucket_bytes: int = BUCKET_BYTES,
+        untrained: Sequence[str] = (),
     ) -> TorchSender:
         """Open the group for this process and ``workers`` vLLM workers, have the engines
-        join it (the client gives each engine its ranks), and return the sender."""
+        join it (the client gives each engine its ranks), and return the sender.
+        ``untrained``: patterns (fnmatch) of checkpoint tensors the trainer never sends
+        (a frozen vision tower), which the workers' completeness check leaves out."""
         import threading
 
         if backend not in BACKENDS:
@@ -310,7 +313,7 @@ class TorchSender:
         nccl = nccl_version() if BACKENDS[backend] == "nccl" else None
         init = {"master_address": host, "master_port": port, "rank_offset": 1,
                 "world_size": size, "bucket_bytes": bucket_bytes, "backend": backend,
-                "nccl_version": nccl}  # fmt: skip
+                "nccl_version": nccl, "untrained": list(untrained)}  # fmt: skip
         failure: list[BaseException] = []
 
         def join() -> None:
