@@ -37,6 +37,7 @@ import torch
 from tmax.models.tiny import ensure_tiny_model
 from tmax.rl.engine import TransformersEngine
 from tmax.rl.learner import LocalLearner
+from tmax.rl.loss import group_advantages
 from tmax.rl.rollout import Sample
 from tmax.rl.trainer import Group, RLSettings, Trainer
 
@@ -73,7 +74,8 @@ def trainer_vs_cross_entropy(model_dir: Path, repeats: int, length: int) -> None
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     vocab = model.config.vocab_size
     groups = synthetic_groups(vocab, groups=2, size=4, length=length, seed=0)
-    rewards = torch.tensor([g.rewards for g in groups])
+    samples = [s for g in groups for s in g.samples]
+    advantages = group_advantages(torch.tensor([g.rewards for g in groups])).flatten().tolist()
     trainer = Trainer(None, None, LocalLearner(model, lr=1e-6),  # type: ignore[arg-type]
                       RLSettings(micro_batch_tokens=1 << 30), Path("/tmp"))  # fmt: skip
     tokens = torch.tensor([s.tokens for g in groups for s in g.samples])
@@ -87,7 +89,7 @@ def trainer_vs_cross_entropy(model_dir: Path, repeats: int, length: int) -> None
         optimizer.zero_grad(set_to_none=True)
 
     def dppo_step() -> None:
-        trainer.update(groups, rewards)
+        trainer.update(samples, advantages)
 
     cross_entropy_step()
     dppo_step()  # warm up both

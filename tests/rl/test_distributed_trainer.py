@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ with the default eps (1e-8) gradient entries near zero turn float noise (the ran
 another order) into differences of order lr. A large eps keeps the update smooth in the
 gradient, so the two runs can be compared tightly."""
 WORKER_TIMEOUT_S = 300
+COLLECTIVE_TIMEOUT_S = 3.0
 
 
 def settings(steps: int) -> RLSettings:
@@ -51,6 +54,39 @@ def target_env() -> object:
     return build()
 
 
+class SlowEnv:
+    """The target environment, but the first group of every step takes ``delay_s``."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.inner = target_env()
+        self.delay_s = delay_s
+        self.drawn = 0
+
+    def tasks(self) -> object:
+        return self.inner.tasks()  # type: ignore[attr-defined]
+
+    def sample_group(self, task: str, engine: object, group_size: int, seed: int) -> object:
+        if self.drawn % settings(1).prompts_per_step == 0:
+            time.sleep(self.delay_s)
+        self.drawn += 1
+        return self.inner.sample_group(task, engine, group_size, seed)  # type: ignore[attr-defined]
+
+
+def run_slow_worker(out: Path) -> None:
+    """Rank 0 collects each step's groups for longer than the training group's timeout
+    (COLLECTIVE_TIMEOUT_S); the other rank waits for it on the control group."""
+    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+
+    where = init_distributed(timeout_s=COLLECTIVE_TIMEOUT_S)
+    main = where.rank == 0
+    learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False, eps=EPS)
+    engine = TransformersEngine(tiny_model()) if main else None
+    env = SlowEnv(2 * COLLECTIVE_TIMEOUT_S) if main else None
+    recipe = replace(settings(2), checkpoint_every=1, step_timeout_sec=60.0)
+    state = Trainer(env, engine, learner, recipe, out / "run").train()  # type: ignore[arg-type]
+    (out / f"rank{where.rank}.json").write_text(json.dumps({"steps": state.step}))
+
+
 def run_worker(out: Path) -> None:
     """One rank: 3 steps (checkpoints at 2 and 3), then a fresh trainer resumes to 4."""
     torch.set_num_threads(1)
@@ -59,6 +95,9 @@ def run_worker(out: Path) -> None:
     from tmax.rl.learner import DeepSpeedLearner, init_distributed
 
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # see test_learner.py
+    if (out / "slow").exists():
+        run_slow_worker(out)
+        return
     where = init_distributed()
     main = where.rank == 0
 
@@ -114,6 +153,19 @@ def test_two_ranks_train_as_one_process_does(tmp_path: Path) -> None:
     weights = torch.load(tmp_path / "weights.pt", weights_only=True)
     for name, tensor in reference.learner.full_state_dict().items():
         assert torch.allclose(weights[name], tensor, atol=1e-5), name
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
+def test_ranks_wait_for_a_slow_step_without_a_collective_timing_out(tmp_path: Path) -> None:
+    """rl.step_timeout_sec, not the training group's rl.collective_timeout_sec, bounds how
+    long the ranks wait for rank 0 to collect a step (at paper scale: hours against a
+    watchdog of minutes)."""
+    (tmp_path / "slow").touch()
+    run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+    assert [r["steps"] for r in ranks] == [2, 2]
+    assert [c.name for c in (tmp_path / "run" / "checkpoints").glob("step-*")] == ["step-000002"]
 
 
 def test_shards_balance_tokens_and_keep_every_episode() -> None:

@@ -18,6 +18,7 @@ from transformers import AutoModelForCausalLM, Qwen3Config
 from tmax.rl.engine import Engine, TransformersEngine
 from tmax.rl.environments import TargetTokenEnvironment
 from tmax.rl.learner import LocalLearner
+from tmax.rl.loss import group_advantages
 from tmax.rl.rollout import Sample
 from tmax.rl.trainer import Group, RLSettings, Trainer, TrainerState, VersionLock
 
@@ -111,6 +112,26 @@ def test_zero_std_groups_are_dropped_and_replaced(tmp_path: Path) -> None:
     assert 0 < metrics["zero_std_fraction"] < 1
 
 
+@pytest.mark.parametrize(
+    ("zero_std_filter", "trained"), [(True, 1), (False, 3)], ids=["filter", "no-filter"]
+)
+def test_the_zero_std_filter_works_without_active_sampling(
+    tmp_path: Path, zero_std_filter: bool, trained: int
+) -> None:
+    """Active sampling off: a step draws prompts_per_step groups, no replacement, and
+    the filter alone decides which of them are trained on."""
+    env = ScriptedEnv({"easy": [1.0] * 4, "hard": [0.0] * 4, "mixed": [0.0, 1.0, 1.0, 0.0]})
+    trainer = make_trainer(tmp_path, env, group_size=4, prompts_per_step=3, steps=1,
+                           active_sampling=False, zero_std_filter=zero_std_filter)  # fmt: skip
+    trainer.train()
+    [metrics] = curve(tmp_path)
+    assert len(env.drawn) == 3
+    assert metrics["groups_collected"] == 3
+    assert metrics["groups_trained"] == trained
+    # The token normaliser counts only the trained groups' response tokens.
+    assert metrics["response_tokens"] == trained * 4
+
+
 def test_a_step_of_only_uniform_groups_is_skipped_with_a_reason(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -144,12 +165,13 @@ def test_micro_batches_share_one_token_normaliser(tmp_path: Path) -> None:
         Group(task, target_env().sample_group(task, trainer.engine, 8, seed=i), 0, i)
         for i, task in enumerate(["p0", "p1", "p2"])
     ]
-    rewards = torch.tensor([g.rewards for g in groups])
+    advantages = group_advantages(torch.tensor([g.rewards for g in groups]))
+    samples = [s for g in groups for s in g.samples]
     gradients = []
     for budget in (10_000, 4):  # one micro-batch, or one sample per micro-batch
         trainer.settings = RLSettings(group_size=8, micro_batch_tokens=budget)
         trainer.learner.step = lambda: {}  # type: ignore[method-assign]  # keep the grads
-        trainer.update(groups, rewards)
+        trainer.update(samples, advantages.flatten().tolist())
         params = trainer.learner.model.parameters()
         gradients.append(torch.cat([p.grad.flatten() for p in params if p.grad is not None]))
         trainer.learner.model.zero_grad(set_to_none=True)
@@ -275,3 +297,26 @@ def test_snapshots_are_taken_at_their_steps_before_the_checkpoint(tmp_path: Path
     final = trainer.learner.full_state_dict()
     assert all(torch.equal(taken[-1][1][name], final[name]) for name in final)
     assert any(not torch.equal(taken[0][1][name], final[name]) for name in final)
+
+
+def test_gradient_checkpointing_recomputes_layers_and_keeps_the_gradient() -> None:
+    """rl.gradient_checkpointing: the same gradient, with every decoder layer run again in
+    the backward pass (its activations were not kept)."""
+    from tmax.rl.learner import enable_gradient_checkpointing
+    from tmax.rl.loss import sequence_logprobs
+
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])
+    gradients, calls = [], []
+    for checkpointing in (False, True):
+        model = tiny_model()
+        if checkpointing:
+            enable_gradient_checkpointing(model)
+        model.train()
+        forwards: list[object] = []
+        model.model.layers[0].mlp.register_forward_pre_hook(lambda *args: forwards.append(args))  # noqa: B023
+        logprobs, _ = sequence_logprobs(model, ids, torch.ones_like(ids))
+        logprobs.sum().backward()
+        calls.append(len(forwards))
+        gradients.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert calls == [1, 2]
+    assert torch.allclose(gradients[0], gradients[1], atol=1e-6)

@@ -8,11 +8,20 @@ parameters collectively and a rank that runs one micro-batch fewer would hang th
 
 Every function here is a collective when ``torch.distributed`` is initialised (all ranks
 must call it, in the same order) and a plain local computation otherwise.
+
+Two groups. The training group (the default one, NCCL on GPUs) carries the learner's
+collectives, which take seconds, under ``rl.collective_timeout_sec``. Waiting for rank 0
+is different: while it collects a step's episodes (minutes to hours at paper scale),
+pushes weights or drains the generator before a checkpoint, the other ranks wait. They
+wait on the control group (:func:`control_group`: gloo, CPU, no NCCL watchdog) under
+``rl.step_timeout_sec``, the longest a step may take. Functions that take ``group`` run
+on it when given one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import torch
@@ -31,54 +40,64 @@ def rank_and_size() -> tuple[int, int]:
     return (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
 
 
-def _device() -> torch.device:
+def control_group(timeout_s: float) -> Any | None:
+    """A new gloo group over every rank whose operations wait up to ``timeout_s``
+    (``None`` when alone). A collective itself: every rank creates it, in the same order."""
+    dist = _dist()
+    if dist is None:
+        return None
+    return dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout_s))
+
+
+def _device(group: Any = None) -> torch.device:
     """Where collective tensors live: NCCL reduces CUDA tensors only."""
     dist = _dist()
-    if dist is not None and dist.get_backend() == "nccl":
+    if dist is not None and dist.get_backend(group) == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
 
-def broadcast(value: T | None) -> T:
+def broadcast(value: T | None, group: Any = None) -> T:
     """Rank 0's ``value`` on every rank (pickled; keep it small)."""
     dist = _dist()
     if dist is None:
         return value  # type: ignore[return-value]
     box = [value]
-    dist.broadcast_object_list(box, src=0)
+    dist.broadcast_object_list(box, src=0, group=group, device=_device(group))
     return box[0]  # type: ignore[return-value]
 
 
-def scatter(per_rank: Sequence[T] | None) -> T:
+def scatter(per_rank: Sequence[T] | None, group: Any = None) -> T:
     """Rank ``r`` receives ``per_rank[r]`` from rank 0 (``per_rank`` is read on rank 0)."""
     dist = _dist()
     if dist is None:
         assert per_rank is not None
         return per_rank[0]
     received: list[Any] = [None]
-    dist.scatter_object_list(received, list(per_rank) if dist.get_rank() == 0 else None, src=0)
+    objects = list(per_rank) if dist.get_rank() == 0 and per_rank is not None else None
+    dist.scatter_object_list(received, objects, src=0, group=group)
     return received[0]  # type: ignore[no-any-return]
 
 
-def all_max(value: int) -> int:
+def all_max(value: int, group: Any = None) -> int:
     """The largest ``value`` over the ranks."""
     dist = _dist()
     if dist is None:
         return value
-    tensor = torch.tensor(value, dtype=torch.int64, device=_device())
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    tensor = torch.tensor(value, dtype=torch.int64, device=_device(group))
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=group)
     return int(tensor.item())
 
 
-def any_rank(flag: bool) -> bool:
+def any_rank(flag: bool, group: Any = None) -> bool:
     """True on every rank when it is true on any (e.g. one rank got SIGTERM)."""
-    return bool(all_max(int(flag)))
+    return bool(all_max(int(flag), group))
 
 
-def barrier() -> None:
+def barrier(group: Any = None) -> None:
     dist = _dist()
     if dist is not None:
-        dist.barrier()
+        dist.barrier(group=group)
 
 
 def reduce_stats(

@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -166,6 +167,20 @@ def _swap_in(tmp: Path, directory: Path) -> None:
         os.rename(directory, old)
     os.rename(tmp, directory)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def enable_gradient_checkpointing(model: nn.Module) -> None:
+    """Keep only each decoder layer's input in the forward pass and recompute the rest in
+    the backward pass (``rl.gradient_checkpointing``): the activations of a micro-batch
+    shrink from every layer's to one layer's plus the layer inputs. Non-reentrant, which
+    works under ZeRO-3 (parameters gathered again for the recomputation)."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5.2x's name
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    elif hasattr(model, "gradient_checkpointing_enable"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    else:
+        raise ValueError(f"{type(model).__name__} does not support gradient checkpointing")
 
 
 # --------------------------------------------------------------------------------------------
@@ -354,13 +369,15 @@ def init_distributed(
     *,
     hostnames: Callable[[str], list[str]] = scontrol_hostnames,
     backend: str | None = None,
+    timeout_s: float | None = None,
 ) -> DistributedEnv:
     """Join the training job's process group (no-op if already joined); return where we are.
 
     Reads :func:`distributed_env`, writes the standard ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/
     ``MASTER_ADDR``/``MASTER_PORT`` back into ``environ`` (DeepSpeed and libraries read them),
     selects the local GPU, and initialises ``torch.distributed`` with ``backend``: NCCL when
-    CUDA is available, else gloo.
+    CUDA is available, else gloo. ``timeout_s`` (``rl.collective_timeout_sec``) bounds
+    each collective of the group (torch's default: 10 minutes for NCCL, 30 for gloo).
     """
     import torch.distributed as dist
 
@@ -384,6 +401,7 @@ def init_distributed(
         init_method=f"tcp://{where.master_addr}:{where.master_port}",
         rank=where.rank,
         world_size=where.world_size,
+        **({"timeout": timedelta(seconds=timeout_s)} if timeout_s else {}),
     )
     log.info(
         "joined %s process group: rank %d of %d (local %d) via %s:%d (%s on %s)",
@@ -640,6 +658,7 @@ __all__ = [
     "LocalLearner",
     "deepspeed_config",
     "distributed_env",
+    "enable_gradient_checkpointing",
     "init_distributed",
     "make_learner",
     "scontrol_hostnames",

@@ -191,7 +191,7 @@ def sft_warmup(
 
 
 RESUMABLE_SETTINGS = frozenset(
-    {"steps", "checkpoint_every", "micro_batch_tokens", "groups_in_flight"}
+    {"steps", "checkpoint_every", "micro_batch_tokens", "groups_in_flight", "step_timeout_sec"}
 )
 """RL settings a run may change and still resume from its checkpoints."""
 
@@ -337,7 +337,13 @@ def train_rank(
     nodes) its engine is a :class:`~tmax.rl.remote.RemoteEngine` over them, told to exit
     when training ends.
     """
-    from tmax.rl.learner import DeepSpeedLearner, Learner, LocalLearner, init_distributed
+    from tmax.rl.learner import (
+        DeepSpeedLearner,
+        Learner,
+        LocalLearner,
+        enable_gradient_checkpointing,
+        init_distributed,
+    )
     from tmax.rl.remote import mark_closed
     from tmax.rl.select import snapshot_name, snapshot_steps
     from tmax.rl.trainer import RLSettings, Trainer
@@ -345,9 +351,11 @@ def train_rank(
     torch.set_num_threads(threads)
     settings = RLSettings.from_config(rl, seed)
     model, tokenizer = _load(Path(model_dir))
+    if rl["gradient_checkpointing"]:
+        enable_gradient_checkpointing(model)
     learner: Learner
     if distributed:
-        where = init_distributed()
+        where = init_distributed(timeout_s=float(rl["collective_timeout_sec"]))
         learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
         main = where.rank == 0
     else:

@@ -88,6 +88,11 @@ class RLSettings:
     groups_in_flight: int = 1
     """Groups generated at once (asynchronous mode): their turns share the engine's
     batches, e.g. 8 × 32 episodes in flight for the paper's 8 prompts × 32 samples."""
+    step_timeout_sec: float = 21600.0
+    """How long the other ranks wait for rank 0's next order (collecting a step's
+    groups, pushing weights, draining the generator before a checkpoint) before the job
+    fails: above the longest step. They wait on the control group, not under the
+    training group's (NCCL) watchdog."""
     seed: int = 0
 
     @classmethod
@@ -116,6 +121,25 @@ class Group:
     @property
     def rewards(self) -> list[float]:
         return [s.reward for s in self.samples]
+
+
+@dataclass
+class StepOrder:
+    """The step protocol: what rank 0 tells every rank to do in one step, one object
+    per rank, consumed by the same code on every rank (:meth:`Trainer.execute`), so the
+    ranks' collectives cannot fall out of order."""
+
+    train: bool
+    """An optimizer step on the episodes below, then new weights for the engine (all
+    ranks gather them). False when the step had no informative group."""
+    samples: list[Sample]
+    """This rank's share of the step's episodes (balanced by tokens)."""
+    advantages: list[float]
+    """One per sample."""
+    snapshot: bool
+    """Gather the weights after the step for a snapshot (rank 0 writes it)."""
+    checkpoint: bool
+    """Write a checkpoint after the step (every rank writes its learner shard)."""
 
 
 @dataclass
@@ -309,6 +333,10 @@ class Trainer:
         self.snapshot_steps = frozenset(snapshot_steps)
         self.snapshot = snapshot
         self._tensorboard: Any = None
+        self.control: Any = None
+        """The control group the ranks wait on for rank 0 (:mod:`tmax.rl.collective`)."""
+        self.producer: GroupProducer | None = None
+        self._started = time.monotonic()
 
     @property
     def is_main(self) -> bool:
@@ -317,41 +345,47 @@ class Trainer:
     # --- the loop ---------------------------------------------------------------------------
 
     def train(self) -> TrainerState:
-        """Train to ``settings.steps``, resuming from the latest checkpoint if any."""
+        """Train to ``settings.steps``, resuming from the latest checkpoint if any.
+
+        Every rank runs this loop. Per step: all ranks agree whether any got SIGTERM
+        (then checkpoint and stop); rank 0 collects and filters the groups and sends each
+        rank its :class:`StepOrder`; every rank executes its order."""
         if self.is_main and (self.env is None or self.engine is None):
             raise ValueError("rank 0 needs the environment and the engine to train")
+        if self.control is None:
+            self.control = collective.control_group(self.settings.step_timeout_sec)
         self.resume()
         torch.manual_seed(self.settings.seed + self.state.step)
         previous = signal.getsignal(signal.SIGTERM)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
-        producer = None
+        self.producer = None
         if self.is_main:
             assert self.env is not None and self.engine is not None
-            producer = GroupProducer(self.env, self.engine, self.settings, self.state,
-                                     self.engine_lock)  # fmt: skip
-            producer.start()
+            self.producer = GroupProducer(self.env, self.engine, self.settings, self.state,
+                                          self.engine_lock)  # fmt: skip
+            self.producer.start()
+        saved_at = self.state.step if self.latest_checkpoint() is not None else None
         try:
-            stop = collective.any_rank(self.stop_requested)
-            while self.state.step < self.settings.steps and not stop:
-                metrics = self.step(producer)
+            while True:
+                stop = collective.any_rank(self.stop_requested, self.control)
+                if stop or self.state.step >= self.settings.steps:
+                    break
+                orders: list[StepOrder] | None = None
+                metrics: dict[str, Any] = {}
+                if self.is_main:
+                    orders, metrics = self.collect()
+                order = collective.scatter(orders, self.control)
+                metrics.update(self.execute(order))
                 if self.is_main:
                     self.log_metrics(metrics)
-                if self.state.step in self.snapshot_steps:
-                    self.write_snapshot()
-                stop = collective.any_rank(self.stop_requested)
-                due = self.state.step % self.settings.checkpoint_every == 0
-                if due or self.state.step == self.settings.steps or stop:
-                    if producer is not None:
-                        producer.stop()
-                        self.state.data_index = producer.data_index
-                        self.state.pending = producer.pending()
-                    self.save_checkpoint()
-                    if producer is not None:
-                        producer.start()
+                if order.checkpoint:
+                    saved_at = self.state.step
+            if stop and saved_at != self.state.step:
+                self.checkpoint()
         finally:
-            if producer is not None:
-                producer.stop()
+            if self.producer is not None:
+                self.producer.stop()
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, previous)
         self.stop_requested = stop
@@ -359,19 +393,22 @@ class Trainer:
             log.warning("stopped by SIGTERM at step %d; checkpoint saved", self.state.step)
         return self.state
 
-    def step(self, producer: GroupProducer | None) -> dict[str, Any]:
-        """One optimizer step: collect, filter, advantages, loss, update, sync. Returns
-        the step's metrics on rank 0 (an empty dict on the other ranks)."""
-        if not self.is_main:
-            return self._follow_step()
-        assert producer is not None and self.engine is not None
-        settings = self.settings
-        started = time.monotonic()
+    def collect(self) -> tuple[list[StepOrder], dict[str, Any]]:
+        """Rank 0: the step's groups, filtered, their advantages, split over the ranks
+        into one order each; and the step's metrics so far."""
+        producer, settings = self.producer, self.settings
+        assert producer is not None
+        self._started = time.monotonic()
         groups: list[Group] = []
         collected: list[Group] = []
         dropped_stale, rounds = 0, 0
+        # Without active sampling a step draws prompts_per_step groups and trains on the
+        # informative ones; with it, zero-std groups are replaced by new draws, up to a bound.
+        draws = settings.prompts_per_step * (
+            settings.max_sampling_rounds if settings.active_sampling else 1
+        )
         while len(groups) < settings.prompts_per_step:
-            if rounds >= settings.max_sampling_rounds * settings.prompts_per_step:
+            if rounds >= draws:
                 break
             rounds += 1
             group = producer.next_group()
@@ -383,7 +420,7 @@ class Trainer:
             informative = not settings.zero_std_filter or not bool(
                 zero_std_groups(torch.tensor([group.rewards]))[0]
             )
-            if informative or not settings.active_sampling:
+            if informative:
                 groups.append(group)
         if not groups:
             rewards = [r for g in collected for r in g.rewards]
@@ -395,73 +432,101 @@ class Trainer:
                 self.state.step, len(collected), mean, hint,
             )  # fmt: skip
         rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)
-        trained_version = self.state.policy_version
-
-        def staleness(group: Group) -> int:
-            return trained_version - group.policy_version
-
-        collective.broadcast(bool(groups))
-        update = self.update(groups, rewards) if groups else {}
-        self.state.step += 1
-        if groups:
-            self.state.policy_version += 1
-            weights = self.learner.full_state_dict()
-            with self.engine_lock.exclusive():
-                self.engine.update_weights(weights, self.state.policy_version)
-        all_rewards = [r for g in collected for r in g.rewards]
         samples = [s for g in groups for s in g.samples]
+        flat: list[float] = []
+        if groups:
+            advantages = group_advantages(rewards, normalize_std=settings.advantage == "std")
+            flat = advantages.flatten().tolist()
+        split = collective.balanced_shards([len(s.tokens) for s in samples], self.world_size)
+        step = self.state.step + 1
+        due = step % settings.checkpoint_every == 0 or step == settings.steps
+        orders = [
+            StepOrder(
+                train=bool(groups),
+                samples=[samples[i] for i in part],
+                advantages=[flat[i] for i in part],
+                snapshot=step in self.snapshot_steps,
+                checkpoint=due,
+            )
+            for part in split
+        ]
+        version = self.state.policy_version
+
+        def staleness_of(group: Group) -> int:
+            return version - group.policy_version
+
+        all_rewards = [r for g in collected for r in g.rewards]
         zero_std = (
             zero_std_groups(torch.tensor([g.rewards for g in collected])).tolist()
             if collected
             else []
         )
-        return {
-            "step": self.state.step,
+        metrics = {
+            "step": step,
             "reward_mean": sum(all_rewards) / len(all_rewards) if all_rewards else 0.0,
             "reward_trained_mean": float(rewards.mean()) if groups else None,
             "groups_collected": len(collected),
             "groups_trained": len(groups),
             "zero_std_fraction": sum(zero_std) / len(zero_std) if zero_std else 0.0,
             "groups_dropped_stale": dropped_stale,
-            "staleness_mean": (sum(staleness(g) for g in groups) / len(groups) if groups else 0.0),
-            "staleness_max": max((staleness(g) for g in groups), default=0),
-            "policy_version": self.state.policy_version,
+            "staleness_mean": (
+                sum(staleness_of(g) for g in groups) / len(groups) if groups else 0.0
+            ),
+            "staleness_max": max((staleness_of(g) for g in groups), default=0),
             "response_tokens_mean": (
                 sum(s.response_tokens for s in samples) / len(samples) if samples else 0.0
             ),
             "tool_calls_mean": (
                 sum(s.tool_calls for s in samples) / len(samples) if samples else 0.0
             ),
-            "step_time_sec": time.monotonic() - started,
-            **update,
         }
+        return orders, metrics
 
-    def _follow_step(self) -> dict[str, Any]:
-        """A step on a rank other than 0: train on the share rank 0 sends, if any."""
-        if collective.broadcast(None):
-            self.update(None, None)
-            self.state.policy_version += 1
-            self.learner.full_state_dict()  # a collective: rank 0 pushes the result
+    def execute(self, order: StepOrder) -> dict[str, Any]:
+        """One step as ``order`` says, on every rank: the update (its metrics are
+        returned), the weight push, the snapshot and the checkpoint."""
+        update = self.update(order.samples, order.advantages) if order.train else {}
         self.state.step += 1
-        return {}
+        if order.train:
+            self.state.policy_version += 1
+            weights = self.learner.full_state_dict()  # a collective: rank 0 gets them
+            if self.is_main:
+                assert self.engine is not None
+                with self.engine_lock.exclusive():
+                    self.engine.update_weights(weights, self.state.policy_version)
+        update["policy_version"] = self.state.policy_version
+        update["step_time_sec"] = time.monotonic() - self._started if self.is_main else 0.0
+        if order.snapshot:
+            self.write_snapshot()
+        if order.checkpoint:
+            self.checkpoint()
+        return update
 
-    def update(
-        self, groups: Sequence[Group] | None, rewards: torch.Tensor | None
-    ) -> dict[str, float]:
-        """Advantages, the loss over micro-batches (normalised by the whole batch's
-        response tokens, all ranks together), one optimizer step. ``groups`` and
-        ``rewards`` are read on rank 0; the other ranks get their episodes from it."""
+    def checkpoint(self) -> None:
+        """A checkpoint with the data position exact: rank 0 stops the generator (the
+        groups it finished are saved as pending) and starts it again afterwards."""
+        if self.producer is not None:
+            self.producer.stop()
+            self.state.data_index = self.producer.data_index
+            self.state.pending = self.producer.pending()
+        self.save_checkpoint()
+        if self.producer is not None:
+            self.producer.start()
+
+    def step(self) -> dict[str, Any]:
+        """One step outside :meth:`train` (every rank calls it): collect on rank 0,
+        order, execute. Returns the step's metrics on rank 0."""
+        if self.control is None:
+            self.control = collective.control_group(self.settings.step_timeout_sec)
+        orders, metrics = self.collect() if self.is_main else (None, {})
+        metrics.update(self.execute(collective.scatter(orders, self.control)))
+        return metrics
+
+    def update(self, samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str, float]:
+        """The loss over this rank's micro-batches (normalised by the whole step's
+        response tokens, all ranks together), one optimizer step."""
         settings = self.settings
-        shards = None
-        if self.is_main:
-            assert groups is not None and rewards is not None
-            advantages = group_advantages(rewards, normalize_std=settings.advantage == "std")
-            samples = [s for g in groups for s in g.samples]
-            flat = advantages.flatten().tolist()
-            split = collective.balanced_shards([len(s.tokens) for s in samples], self.world_size)
-            shards = [([samples[i] for i in part], [flat[i] for i in part]) for part in split]
-        my_samples, my_advantages = collective.scatter(shards)
-        batches = list(micro_batches(my_samples, my_advantages, settings.micro_batch_tokens))
+        batches = list(micro_batches(samples, advantages, settings.micro_batch_tokens))
         total_tokens = global_token_count(b["response_mask"] for b in batches)
         # Under ZeRO-3 every forward/backward is a collective: all ranks run as many
         # micro-batches as the busiest one, the others padding with empty ones.
@@ -543,7 +608,7 @@ class Trainer:
         if self.is_main:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
-        collective.barrier()
+        collective.barrier(self.control)
         self.learner.save(tmp / "learner")
         if self.is_main:
             torch.save(
@@ -560,7 +625,7 @@ class Trainer:
             for old in sorted(self.checkpoints.glob("step-*"))[:-1]:
                 shutil.rmtree(old, ignore_errors=True)
             log.info("checkpoint: %s", final)
-        collective.barrier()
+        collective.barrier(self.control)
         return final
 
     def latest_checkpoint(self) -> Path | None:
@@ -569,7 +634,9 @@ class Trainer:
 
     def resume(self) -> bool:
         """Load the latest checkpoint (rank 0 picks it; every rank loads its shard)."""
-        checkpoint = collective.broadcast(self.latest_checkpoint() if self.is_main else None)
+        checkpoint = collective.broadcast(
+            self.latest_checkpoint() if self.is_main else None, self.control
+        )
         if checkpoint is None:
             return False
         self.learner.load(checkpoint / "learner")
