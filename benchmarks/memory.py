@@ -1,7 +1,14 @@
 """Training memory: the peak memory of one DPPO micro-batch at 4k and 16k tokens, with
-and without gradient checkpointing (``rl.gradient_checkpointing``), as a ratio.
+and without gradient checkpointing (``rl.gradient_checkpointing``), and the peak memory
+per rank of loading a model into DeepSpeed ZeRO-3 on 2 CPU ranks, with and without
+partitioned loading (:func:`tmax.rl.learner.load_partitioned`), as ratios.
 
 Run (after ./setup.sh): .venv/bin/python benchmarks/memory.py [--quick]
+
+Loading: a random Qwen3-0.6B-shaped model (about 0.6B parameters; --quick: a 4-layer
+one) saved as fp32 safetensors; each of 2 gloo ranks either loads it whole and hands it
+to ``DeepSpeedLearner`` (what rl_train did before) or loads it partitioned; reported is
+each rank's peak resident memory once the learner exists.
 
 Each case runs in a fresh process: a random Qwen3-shaped model (fp32, CPU), one warm-up
 micro-batch of 256 tokens, then one micro-batch of N tokens: the body's forward, the
@@ -82,16 +89,149 @@ def measure(tokens: int, checkpointing: bool) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+LOAD_SHAPE = {
+    "vocab_size": 151936,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "tie_word_embeddings": True,
+}
+"""Qwen3-0.6B's published shape."""
+
+
+class AnonymousPeak:
+    """The peak of this process's anonymous resident memory (``RssAnon``: what it
+    allocated, not the checkpoint's page cache, which mmap'd safetensors put in RSS and
+    the kernel can drop), sampled every 5 ms in a thread."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def now() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no RssAnon in /proc/self/status")
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self.now())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, self.now())
+
+
+def load_rank(model_dir: Path, partitioned: bool) -> dict[str, float]:
+    """One rank (RANK etc. set by :func:`measure_loading`): load the model, wrap it in
+    the learner, report the peak anonymous memory above what the rank held before."""
+    import deepspeed.ops
+    import torch
+
+    from tmax.rl.learner import DeepSpeedLearner, init_distributed, load_partitioned
+    from tmax.rl.stage import _load
+
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # see tests/rl/test_learner.py
+    torch.set_num_threads(1)
+    where = init_distributed()
+    before = AnonymousPeak.now()
+    sampler = AnonymousPeak()
+    if partitioned:
+        model, _keep = load_partitioned(model_dir, lr=1e-6, bf16=False)
+    else:
+        model, _ = _load(model_dir)
+    loaded = sampler.stop()
+    sampler = AnonymousPeak()
+    learner = DeepSpeedLearner(model, lr=1e-6, zero_stage=3, bf16=False)
+    wrapped = max(loaded, sampler.stop())
+    shard = sum(p.ds_tensor.numel() for p in learner.engine.module.parameters())
+    return {"rank": where.rank, "load_gb": (loaded - before) / 1e9,
+            "peak_gb": (wrapped - before) / 1e9, "shard_params": shard}  # fmt: skip
+
+
+def measure_loading(model_dir: Path, partitioned: bool, ranks: int = 2) -> list[dict[str, float]]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    procs = []
+    for rank in range(ranks):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(ranks),
+               "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+               "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1"}  # fmt: skip
+        command = [sys.executable, __file__, "--load", str(model_dir), str(int(partitioned))]
+        procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))  # fmt: skip
+    results = []
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"loading rank failed:\n{err[-3000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+def loading(quick: bool) -> None:
+    import tempfile
+
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    shape = {**LOAD_SHAPE, "num_hidden_layers": 4} if quick else LOAD_SHAPE
+    with tempfile.TemporaryDirectory(prefix="tmax-load-") as tmp:
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(Qwen3Config(**shape), dtype=torch.bfloat16)
+        params = sum(p.numel() for p in model.parameters())
+        # Sharded as published checkpoints are (a 27B's 5 GB shards are 1/11 of it).
+        model.save_pretrained(tmp, max_shard_size=params * 2 // 12 + 1)
+        del model
+        whole = measure_loading(Path(tmp), partitioned=False)
+        parts = measure_loading(Path(tmp), partitioned=True)
+    print(f"\nloading a {params / 1e9:.2f}B-parameter Qwen3 (fp32) into ZeRO-3 on 2 CPU ranks:")
+    print("peak anonymous memory per rank above what it held before: loading the model;")
+    print("and until the learner (fp32 master weights and Adam state of its partition) exists")
+    print(f"{'rank':>5} {'phase':>8} {'whole GB':>9} {'partitioned GB':>15} {'ratio':>7}")
+    for a, b in zip(whole, parts, strict=True):
+        for phase, key in (("load", "load_gb"), ("learner", "peak_gb")):
+            print(f"{a['rank']:>5} {phase:>8} {a[key]:>9.2f} {b[key]:>15.2f} "
+                  f"{a[key] / b[key]:>6.2f}x")  # fmt: skip
+    total, share = params * 4 / 1e9, params * 2 / 1e9
+    print(f"fp32 weights: {total:.2f} GB in all, {share:.2f} GB per rank's share")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1k and 2k tokens (a smoke run)")
     parser.add_argument("--case", nargs=2, type=int, metavar=("TOKENS", "CHECKPOINTING"),
                         help=argparse.SUPPRESS)  # fmt: skip
+    parser.add_argument("--load", nargs=2, metavar=("DIR", "PARTITIONED"), help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=["activations", "loading"], help="one part only")
     args = parser.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case[0], bool(args.case[1]))))
         return
-    sizes = [1024, 2048] if args.quick else [4096, 16384]
+    if args.load:
+        print(json.dumps(load_rank(Path(args.load[0]), bool(int(args.load[1])))))
+        return
+    if args.only != "loading":
+        activations(args.quick)
+    if args.only != "activations":
+        loading(args.quick)
+
+
+def activations(quick: bool) -> None:
+    sizes = [1024, 2048] if quick else [4096, 16384]
     shape = ", ".join(f"{k} {v}" for k, v in SHAPE.items())
     print(f"one DPPO micro-batch, random Qwen3 ({shape}), fp32 on CPU")
     print(f"{'tokens':>7} {'plain GB':>9} {'ckpt GB':>8} {'memory ratio':>13} {'time ratio':>11}")

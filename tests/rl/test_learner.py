@@ -331,6 +331,15 @@ def run_worker(out: Path) -> None:
     stats.append(train_step(learner, 1, rank=env.rank, world_size=env.world_size))
     after_two = learner.full_state_dict()
 
+    # Loading a checkpoint partitioned: no rank ever materialises a whole parameter.
+    from tmax.rl.learner import load_partitioned
+
+    loaded, keep = load_partitioned(out / "model", lr=LR, bf16=False)
+    local_elements = sum(p.numel() for p in loaded.parameters())
+    loaded_learner = DeepSpeedLearner(loaded, lr=LR, zero_stage=3, bf16=False)
+    del keep
+    loaded_weights = loaded_learner.full_state_dict()
+
     resumed = make(123)
     resumed.load(out / "ckpt")
     resumed_step = resumed.global_step
@@ -339,9 +348,10 @@ def run_worker(out: Path) -> None:
     timings["total_s"] = time.perf_counter() - started
     if env.rank == 0:
         torch.save(
-            {"after_one": after_one, "after_two": after_two, "resumed_two": resumed_two},
+            {"after_one": after_one, "after_two": after_two, "resumed_two": resumed_two,
+             "loaded": loaded_weights},
             out / "weights.pt",
-        )
+        )  # fmt: skip
     else:
         assert after_one == {} and after_two == {}
     (out / f"rank{env.rank}.json").write_text(
@@ -351,6 +361,7 @@ def run_worker(out: Path) -> None:
                 "shard": shard,
                 "full": full,
                 "resumed_step": resumed_step,
+                "loaded_local_elements": local_elements,
                 "timings": timings,
             }
         )
@@ -360,6 +371,8 @@ def run_worker(out: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
 def test_deepspeed_zero3_matches_local_learner_on_two_cpu_ranks(tmp_path: Path) -> None:
+    saved = tiny_model(7)
+    saved.save_pretrained(tmp_path / "model")
     run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
 
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
@@ -381,6 +394,13 @@ def test_deepspeed_zero3_matches_local_learner_on_two_cpu_ranks(tmp_path: Path) 
         assert ds["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-5)
     # Resuming from the ZeRO-3 checkpoint repeats the uninterrupted step exactly.
     assert_same(weights["resumed_two"], weights["after_two"], exact=True)
+    # load_partitioned: the ranks held only partitions (a ZeRO-3 parameter outside a
+    # gather has no local elements), and together they hold exactly the saved weights.
+    assert [r["loaded_local_elements"] for r in ranks] == [0, 0]
+    expected = dict(saved.named_parameters())
+    assert weights["loaded"].keys() == expected.keys()
+    for name, tensor in expected.items():
+        assert torch.equal(weights["loaded"][name], tensor.detach()), name
 
 
 if __name__ == "__main__":

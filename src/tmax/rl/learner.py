@@ -492,6 +492,31 @@ def deepspeed_config(
     return config
 
 
+def load_partitioned(
+    model_dir: Path, *, lr: float, zero_stage: int = 3, bf16: bool | None = None
+) -> tuple[nn.Module, Any]:
+    """Load a checkpoint the way a ZeRO-3 run must at 9B/27B: each rank reads the
+    safetensors and keeps only its partition of every parameter (DeepSpeed's
+    ``zero.Init``, through transformers' DeepSpeed integration), in bf16 on GPUs (fp32 on
+    CPU). No rank ever holds the whole model; the host memory per rank is about one
+    layer plus 1/world_size of the rest. Returns the model and the integration's config
+    object, which must stay alive until :class:`DeepSpeedLearner` has wrapped the model
+    (transformers holds it by weak reference). At ZeRO stages below 3 the model loads whole.
+
+    Must run after :func:`init_distributed` (``zero.Init`` partitions over the group).
+    """
+    from transformers import AutoModelForCausalLM
+    from transformers.integrations import HfDeepSpeedConfig
+
+    if bf16 is None:
+        bf16 = torch.cuda.is_available()
+    config = deepspeed_config(lr=lr, zero_stage=zero_stage, bf16=bf16)
+    keep = HfDeepSpeedConfig(config) if zero_stage == 3 else None
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    return model, keep
+
+
 class DeepSpeedLearner:
     """One process per GPU, DeepSpeed ZeRO (stage 3 in the paper), AdamW at a constant lr.
 
@@ -660,6 +685,7 @@ __all__ = [
     "distributed_env",
     "enable_gradient_checkpointing",
     "init_distributed",
+    "load_partitioned",
     "make_learner",
     "scontrol_hostnames",
 ]

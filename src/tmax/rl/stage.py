@@ -337,12 +337,15 @@ def train_rank(
     nodes) its engine is a :class:`~tmax.rl.remote.RemoteEngine` over them, told to exit
     when training ends.
     """
+    from transformers import AutoTokenizer
+
     from tmax.rl.learner import (
         DeepSpeedLearner,
         Learner,
         LocalLearner,
         enable_gradient_checkpointing,
         init_distributed,
+        load_partitioned,
     )
     from tmax.rl.remote import mark_closed
     from tmax.rl.select import snapshot_name, snapshot_steps
@@ -350,15 +353,22 @@ def train_rank(
 
     torch.set_num_threads(threads)
     settings = RLSettings.from_config(rl, seed)
-    model, tokenizer = _load(Path(model_dir))
-    if rl["gradient_checkpointing"]:
-        enable_gradient_checkpointing(model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     learner: Learner
     if distributed:
         where = init_distributed(timeout_s=float(rl["collective_timeout_sec"]))
+        # Partitioned as it loads: no rank holds the whole model (27B: 108 GB in fp32).
+        model, keep = load_partitioned(Path(model_dir), lr=rl["learning_rate"],
+                                       zero_stage=rl["zero_stage"])  # fmt: skip
+        if rl["gradient_checkpointing"]:
+            enable_gradient_checkpointing(model)
         learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
+        del keep
         main = where.rank == 0
     else:
+        model, _ = _load(Path(model_dir))
+        if rl["gradient_checkpointing"]:
+            enable_gradient_checkpointing(model)
         learner = LocalLearner(model, lr=rl["learning_rate"])
         main = True
     engine = env = None
@@ -392,12 +402,28 @@ def train_rank(
 def save_weights(
     weights: Mapping[str, torch.Tensor], tokenizer: Any, model_dir: Path, output: Path
 ) -> None:
-    """A servable folder of ``weights`` (a full state dict) in ``model_dir``'s architecture."""
-    from tmax.rl.engine import load_full_state_dict
+    """A servable folder of ``weights`` (a full state dict) in ``model_dir``'s
+    architecture and dtype, as sharded safetensors (transformers' naming, so vLLM and
+    ``transformers serve`` load it as they load ``model_dir``). The model is built on the
+    meta device and takes the given tensors themselves (cast to the checkpoint's dtype),
+    so no second copy of the weights is made in fp32."""
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    model, _ = _load(model_dir)
-    with torch.no_grad():
-        load_full_state_dict(model, weights)
+    config = AutoConfig.from_pretrained(model_dir)
+    dtype = getattr(config, "dtype", None) or torch.float32
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    state = {k: v.to(dtype) if v.is_floating_point() else v for k, v in weights.items()}
+    result = model.load_state_dict(state, strict=False, assign=True)
+    model.tie_weights()
+    missing = [n for n, t in model.state_dict().items() if t.is_meta]
+    if result.unexpected_keys or missing:
+        raise ValueError(
+            f"the weights do not match {model_dir}'s architecture: "
+            f"unexpected {sorted(result.unexpected_keys)[:5]}, missing {missing[:5]}"
+        )
     _save(model, tokenizer, model_dir, output)
 
 
