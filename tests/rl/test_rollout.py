@@ -4,9 +4,12 @@ episode of the tmax harness in a bubblewrap sandbox."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
+import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -364,3 +367,62 @@ def test_rollout_group_samples_distinct_episodes(
     assert group[0].tokens != group[1].tokens
     again = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 2, workers=1, run_id="pytest", seed=1)
     assert [s.tokens for s in again] == [s.tokens for s in group]  # seeded: reproducible
+
+
+class SabotagedEngine(ScriptedEngine):
+    """The scripted episode, with a fault injected on the second turn of each attempt
+    listed in ``faulty``: the sandbox's processes killed (``kill``) or the engine
+    failing (``engine``)."""
+
+    def __init__(self, tokenizer: Any, fault: str, faulty: set[int], boxes: list[Any]) -> None:
+        super().__init__(tokenizer, ANSWERS)
+        self.fault, self.faulty, self.boxes = fault, faulty, boxes
+        self.attempt = self.calls = 0
+
+    def generate(self, prompts: Sequence[Sequence[int]], **kwargs: Any) -> list[Generation]:
+        if self.attempt != len(self.boxes):  # a new attempt plays the script from the start
+            self.attempt, self.calls = len(self.boxes), 0
+            self.answers = [*ANSWERS, *ANSWERS[-1:] * (SMALL.max_tool_calls or 4)]
+        self.calls += 1
+        if self.calls == 2 and self.attempt in self.faulty:
+            if self.fault == "engine":
+                raise RuntimeError("engine server 0: POST /v1/completions failed: reset")
+            for pid in self.boxes[-1].sandbox_pids():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        return super().generate(prompts, **kwargs)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("bwrap")
+@pytest.mark.parametrize("fault", ["kill", "engine"])
+@pytest.mark.parametrize("faulty", [{1}, {1, 2}], ids=["once", "twice"])
+def test_a_failed_episode_is_played_again_once_then_scored_zero(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch, fault: str, faulty: set[int]
+) -> None:
+    """Fault injection on real sandboxes: an episode whose sandbox is killed (or whose
+    engine fails) mid-episode is played again in a fresh sandbox; failing twice, it is a
+    failed episode with reward 0 that keeps the tokens sampled before the fault."""
+    from tmax.rl import rollout as rollout_module
+
+    boxes: list[Any] = []
+    real = rollout_module.sandbox_for_task
+
+    @contextlib.contextmanager
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        with real(*args, **kwargs) as box:
+            boxes.append(box)
+            yield box
+
+    monkeypatch.setattr(rollout_module, "sandbox_for_task", recording)
+    engine = SabotagedEngine(tokenizer, fault, faulty, boxes)
+    [sample] = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, run_id="pytest", seed=0)
+    assert len(boxes) == 2  # a second attempt, in its own sandbox
+    if faulty == {1}:
+        assert sample.exit_status != "failed" and not sample.failure
+        assert sample.turns == SMALL.max_turns  # the whole script, played again
+    else:
+        assert (sample.exit_status, sample.reward) == ("failed", 0.0)
+        expected = "RuntimeError: engine server 0" if fault == "engine" else "Error"
+        assert expected in sample.failure, sample.failure
+        assert sample.response_tokens > 0 and sample.turns >= 0  # the first turn is kept

@@ -320,3 +320,36 @@ def test_gradient_checkpointing_recomputes_layers_and_keeps_the_gradient() -> No
         gradients.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert calls == [1, 2]
     assert torch.allclose(gradients[0], gradients[1], atol=1e-6)
+
+
+class FailingEnv(ScriptedEnv):
+    """ScriptedEnv whose episodes of the tasks in ``broken`` failed (sandbox errors)."""
+
+    def __init__(self, rewards: dict[str, list[float]], broken: set[str]) -> None:
+        super().__init__(rewards)
+        self.broken = broken
+
+    def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
+        samples = super().sample_group(task, engine, group_size, seed)
+        if task in self.broken:
+            samples = [
+                Sample(task, s.tokens, s.loss_mask, s.behaviour_logprobs, 0.0, s.policy_version,
+                       "failed", 0, 1, 1, failure="SandboxError: control shell died")
+                for s in samples
+            ]  # fmt: skip
+        return samples
+
+
+def test_failed_episodes_are_counted_and_a_step_of_only_failures_stops_the_run(
+    tmp_path: Path,
+) -> None:
+    env = FailingEnv({"mixed": [0.0, 1.0, 1.0, 0.0], "broken": [1.0] * 4}, {"broken"})
+    trainer = make_trainer(tmp_path / "some", env, group_size=4, prompts_per_step=2, steps=1,
+                           active_sampling=False)  # fmt: skip
+    trainer.train()
+    [metrics] = curve(tmp_path / "some")
+    assert metrics["episodes_failed"] == 4 and metrics["groups_trained"] == 1
+    env = FailingEnv({"broken": [1.0] * 4}, {"broken"})
+    trainer = make_trainer(tmp_path / "all", env, group_size=4, prompts_per_step=1, steps=1)
+    with pytest.raises(RuntimeError, match=r"every one of the 16 episodes drawn failed.*control shell died"):
+        trainer.train()

@@ -37,10 +37,23 @@ from tmax.tasks import read_task
 
 log = logging.getLogger("tmax.rl.rollout")
 
+EPISODE_ATTEMPTS = 2
+"""An episode that fails (sandbox, engine or verifier error) is played this many times."""
+
 DEFAULT_TEMPERATURE = 1.0
 """The paper's rollout temperature, used when the harness asks for the server default."""
 
 _END_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+class EpisodeFailed(RuntimeError):
+    """An episode ended by an error (its sandbox, the engine, the verifier) instead of
+    by the harness; ``sample`` holds what the policy had sampled by then, reward 0."""
+
+    def __init__(self, reason: str, sample: Sample) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.sample = sample
 
 
 class TemplateNotIncremental(RuntimeError):
@@ -276,6 +289,8 @@ class Sample:
     turns: int
     response_tokens: int
     """Tokens the policy sampled (the sum of ``loss_mask``)."""
+    failure: str = ""
+    """Why the episode failed (``exit_status`` "failed"): the error of its last attempt."""
 
 
 def rollout(
@@ -292,26 +307,40 @@ def rollout(
 
     The reward is the verifier's (0 when a command exhausted the sandbox's memory, as in
     the paper's RL environment). ``settings.temperature`` is the sampling temperature
-    (None: 1.0); the trainer must score with the same one. Sandbox and engine failures
-    propagate: they are infrastructure errors, not wrong answers.
+    (None: 1.0); the trainer must score with the same one. An error of the sandbox, the
+    engine or the verifier raises :class:`EpisodeFailed` with the episode so far
+    (reward 0): the caller decides whether to retry (:func:`rollout_group`).
     """
     task_dir = Path(task_dir)
     task = read_task(task_dir)
     policy_version = engine.policy_version
     model = TokenChatModel(engine, tokenizer, max_total_tokens=settings.max_total_tokens, seed=seed)
     harness = make_harness("tmax", settings)
-    with sandbox_for_task(task_dir, backend, run_id=run_id) as box:
-        run = run_agent(
-            harness,
-            model,
-            box,
-            task.instruction,
-            timeout_sec=task.config.get("agent", "timeout_sec"),
-        )
-        if run.exit_status == "out_of_memory":
-            reward = 0.0
-        else:
-            reward = box.verify(task_dir / "tests").reward
+    turns = tool_calls = 0
+    try:
+        with sandbox_for_task(task_dir, backend, run_id=run_id) as box:
+            run = run_agent(
+                harness,
+                model,
+                box,
+                task.instruction,
+                timeout_sec=task.config.get("agent", "timeout_sec"),
+            )
+            turns, tool_calls = run.turns, run.tool_calls
+            if run.exit_status == "out_of_memory":
+                reward = 0.0
+            else:
+                reward = box.verify(task_dir / "tests").reward
+    except Exception as error:
+        reason = f"{type(error).__name__}: {error}"
+        tokens, loss_mask, behaviour = model.episode_tokens()
+        if len(tokens) < 2:  # nothing sampled yet: a placeholder the trainer can collate
+            tokens, loss_mask, behaviour = [0, 0], [0, 0], [0.0, 0.0]
+        partial = Sample(
+            task.name, tokens, loss_mask, behaviour, 0.0, policy_version, "failed",
+            tool_calls, turns, sum(loss_mask), failure=reason[:2000],
+        )  # fmt: skip
+        raise EpisodeFailed(reason, partial) from error
     tokens, loss_mask, behaviour = model.episode_tokens()
     log.debug(
         "%s: %s after %d turns, %d tool calls, %d tokens; reward %.2f",
@@ -350,23 +379,32 @@ def rollout_group(
 ) -> list[Sample]:
     """``group_size`` episodes of one task (a GRPO group), up to ``workers`` at a time.
 
-    Each episode has its own sandbox and seed; the engine is shared (its calls are
-    serialised, one prompt at a time for now).
+    Each episode has its own sandbox and seed; the engine is shared. A failed episode
+    (:class:`EpisodeFailed`) is played again once, in a fresh sandbox; failing again, it
+    counts as a failed episode: reward 0, with the tokens it had sampled (trained on
+    with its advantage, so a policy that breaks its sandbox gains nothing by it), and
+    the run goes on. A failure is never left out of the group: that would let a policy
+    escape a bad reward by crashing.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be at least 1, got {group_size}")
+    name = Path(task_dir).name
 
     def one(index: int) -> Sample:
         sample_seed = None if seed is None else derive_seed(seed, index)
-        return rollout(
-            task_dir,
-            engine,
-            tokenizer,
-            settings,
-            backend=backend,
-            run_id=run_id,
-            seed=sample_seed,
-        )
+        for attempt in range(1, EPISODE_ATTEMPTS + 1):
+            try:
+                return rollout(task_dir, engine, tokenizer, settings, backend=backend,
+                               run_id=run_id, seed=sample_seed)  # fmt: skip
+            except EpisodeFailed as failed:
+                if attempt < EPISODE_ATTEMPTS:
+                    log.warning("episode %d of %s failed (%s); playing it again",
+                                index, name, failed.reason)  # fmt: skip
+                    continue
+                log.error("episode %d of %s failed %d times (%s): reward 0", index, name,
+                          EPISODE_ATTEMPTS, failed.reason)  # fmt: skip
+                return failed.sample
+        raise AssertionError("unreachable")
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, min(workers, group_size))) as pool:

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -221,6 +221,9 @@ class GroupProducer:
             self.ready.put(group)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        """What ended the generator thread, if anything did (not an episode's failure:
+        those are failed episodes; a bug, or every engine server gone)."""
 
     def task_at(self, index: int) -> str:
         """Epochs over the tasks, each in its own seeded order."""
@@ -263,18 +266,26 @@ class GroupProducer:
         in_flight: set[Future[Group]] = set()
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="rl-group") as pool:
             try:
-                while not self._stop.is_set():
-                    for future in [f for f in in_flight if f.done()]:
-                        in_flight.discard(future)
-                        self.ready.put(future.result())
-                    if len(in_flight) < parallel and self.ready.qsize() + len(in_flight) < limit:
-                        in_flight.add(pool.submit(self.generate, *self.claim()))
-                    else:
-                        time.sleep(0.01)
+                self._generate(pool, limit, parallel, in_flight)
+            except BaseException as error:
+                self.error = error  # next_group raises it in the trainer's thread
+                raise
             finally:
                 # Claimed groups are finished, so the data position stays exact.
                 for future in in_flight:
-                    self.ready.put(future.result())
+                    with suppress(Exception):
+                        self.ready.put(future.result())
+
+    def _generate(self, pool: ThreadPoolExecutor, limit: int, parallel: int,
+                  in_flight: set[Future[Group]]) -> None:  # fmt: skip
+        while not self._stop.is_set():
+            for future in [f for f in in_flight if f.done()]:
+                in_flight.discard(future)
+                self.ready.put(future.result())
+            if len(in_flight) < parallel and self.ready.qsize() + len(in_flight) < limit:
+                in_flight.add(pool.submit(self.generate, *self.claim()))
+            else:
+                time.sleep(0.01)
 
     def stop(self) -> None:
         """Stop the background generator (the groups it finished stay queued)."""
@@ -293,7 +304,9 @@ class GroupProducer:
                 return self.ready.get(timeout=0.5)
             except queue.Empty:
                 if self._thread is None or not self._thread.is_alive():
-                    raise RuntimeError("the generator thread died") from None
+                    raise RuntimeError(f"the generator thread died: {self.error!r}") from (
+                        self.error
+                    )
 
     def pending(self) -> list[Group]:
         items = []
@@ -422,6 +435,13 @@ class Trainer:
             )
             if informative:
                 groups.append(group)
+        drawn = [s for g in collected for s in g.samples]
+        failed = [s for s in drawn if s.exit_status == "failed"]
+        if drawn and len(failed) == len(drawn):
+            raise RuntimeError(
+                f"step {self.state.step + 1}: every one of the {len(drawn)} episodes drawn "
+                f"failed (sandbox, engine or verifier errors), e.g. {failed[0].failure}"
+            )
         if not groups:
             rewards = [r for g in collected for r in g.rewards]
             mean = sum(rewards) / len(rewards) if rewards else 0.0
@@ -469,6 +489,7 @@ class Trainer:
             "groups_trained": len(groups),
             "zero_std_fraction": sum(zero_std) / len(zero_std) if zero_std else 0.0,
             "groups_dropped_stale": dropped_stale,
+            "episodes_failed": len(failed),
             "staleness_mean": (
                 sum(staleness_of(g) for g in groups) / len(groups) if groups else 0.0
             ),
