@@ -55,15 +55,24 @@ def vllm_python() -> str:
 
 
 @pytest.fixture(scope="session")
-def vllm_pair(vllm_python: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def vllm_pair_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the pair's servers keep their addresses and logs."""
+    return tmp_path_factory.mktemp("vllm-pair")
+
+
+@pytest.fixture(scope="session")
+def vllm_pair(
+    vllm_python: str, vllm_pair_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     """Two real vLLM servers over the tiny Qwen3 (fp32, tied embeddings), shared by the
-    vLLM tests of the whole session (each start costs about a minute on 2 cores)."""
+    vLLM tests of the whole session (each start costs about a minute on 2 cores). The
+    last test of tests/rl/test_remote.py kills the second one."""
     from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
 
     model = ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
     settings = EngineSettings(model_dir=str(model), dtype="float32", max_model_len=512,
                               weight_transfer="tmax_gloo")  # fmt: skip
-    directory = tmp_path_factory.mktemp("vllm-pair")
+    directory = vllm_pair_dir
     with local_servers(directory, settings, 2) as urls:
         engine = VLLMEngine(urls, read_key(directory), settings=settings, host="127.0.0.1")
         yield engine

@@ -422,3 +422,24 @@ def test_a_server_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> 
         pass
     assert time.monotonic() - started < 240
     assert "no-model" in (tmp_path / "engines" / "vllm0.log").read_text()
+
+
+def test_a_dead_server_s_share_goes_to_the_other_and_a_push_names_it(
+    tied: VLLMEngine, vllm_pair_dir: Path, model_dir: Path
+) -> None:
+    """Fault injection: one of two engine servers killed between steps. Its requests go
+    to the other (a turn in flight too); the next push fails at once naming it instead
+    of hanging in the weight group. (The last test of the pair: it kills server 1.)"""
+    supervisor = json.loads(address_file(vllm_pair_dir, 1).read_text())["pid"]
+    [leader], _ = server_processes(supervisor)
+    os.kill(leader, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while running(supervisor) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not running(supervisor)
+    generations = sample(tied, PROMPTS * 2)  # six turns at once: some chose server 1
+    assert len(generations) == 6
+    assert [c.alive for c in tied.clients] == [True, False]
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    with pytest.raises(EngineServerError, match=r"engine server 1 .* stopped answering"):
+        tied.update_weights(LocalLearner(model, lr=1e-2).full_state_dict(), version=21)

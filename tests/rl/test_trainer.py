@@ -351,5 +351,7 @@ def test_failed_episodes_are_counted_and_a_step_of_only_failures_stops_the_run(
     assert metrics["episodes_failed"] == 4 and metrics["groups_trained"] == 1
     env = FailingEnv({"broken": [1.0] * 4}, {"broken"})
     trainer = make_trainer(tmp_path / "all", env, group_size=4, prompts_per_step=1, steps=1)
-    with pytest.raises(RuntimeError, match=r"every one of the 16 episodes drawn failed.*control shell died"):
+    with pytest.raises(
+        RuntimeError, match=r"every one of the 16 episodes drawn failed.*control shell died"
+    ):
         trainer.train()

@@ -115,12 +115,14 @@ def srun_command(
     relative: int = 0,
     module: str = "tmax.rl.launch",
     log_name: str = "rank%t.log",
+    kill_on_bad_exit: bool = True,
 ) -> list[str]:
     """One ``srun`` that starts ``python -m module argument_file`` ``ranks_per_node``
     times on each of ``nodes`` nodes, from the allocation's node number ``relative`` on
     (training ranks from 0; engine servers after them); each task's output goes to
-    ``log_dir/log_name``. If one task dies, Slurm kills the rest instead of leaving them
-    waiting in a collective."""
+    ``log_dir/log_name``. With ``kill_on_bad_exit`` (training ranks), if one task dies
+    Slurm kills the rest instead of leaving them waiting in a collective; engine servers
+    are independent, and the others serve on when one dies."""
     if nodes < 1 or ranks_per_node < 1:
         raise ValueError(f"need at least one node and one rank per node (got {nodes}, "
                          f"{ranks_per_node})")  # fmt: skip
@@ -130,7 +132,7 @@ def srun_command(
         f"--ntasks={nodes * ranks_per_node}",
         f"--ntasks-per-node={ranks_per_node}",
         f"--relative={relative}",
-        "--kill-on-bad-exit=1",
+        f"--kill-on-bad-exit={int(kill_on_bad_exit)}",
         "--cpu-bind=none",
         f"--output={log_dir / log_name}",
         python,
@@ -249,7 +251,7 @@ def _wait_for_ranks(
             assert servers is not None
             _stop(process, grace_s=60.0)
             raise RuntimeError(
-                f"engine servers failed (srun exit status {servers.returncode}) while "
+                f"every engine server ended (srun exit status {servers.returncode}) while "
                 "training ran; the ranks were stopped:\n" + rank_log_tails(log_dir)
             )
 
@@ -287,7 +289,7 @@ def start_engine_servers(
     command = srun_command(
         settings_file, nodes=layout.inference_nodes, ranks_per_node=layout.engines_per_node,
         log_dir=log_dir, relative=layout.training_nodes, module="tmax.rl.remote",
-        log_name="engine%t.log",
+        log_name="engine%t.log", kill_on_bad_exit=False,
     )  # fmt: skip
     log.info("starting %d engine server(s) on %d node(s): %s", layout.engine_servers,
              layout.inference_nodes, " ".join(command))  # fmt: skip

@@ -191,6 +191,8 @@ class EngineClient:
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.index = index
         self.in_flight = 0
+        self.alive = True
+        """False once the server stopped answering (:meth:`VLLMEngine.forget_dead`)."""
         self._http = httpx.Client(
             base_url=self.base_url, headers={"Authorization": f"Bearer {key}"},
             timeout=httpx.Timeout(REQUEST_TIMEOUT, connect=30.0),
@@ -232,6 +234,15 @@ class EngineClient:
 
     def weight_version(self) -> str:
         return str(self.call("GET", "/weight_info")["weight_version"])
+
+    def healthy(self) -> bool:
+        """Whether the server answers ``/health`` (within 10 s)."""
+        import httpx2 as httpx
+
+        try:
+            return self._http.get("/health", timeout=10.0).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def close(self) -> None:
         self._http.close()
@@ -370,15 +381,49 @@ class VLLMEngine:
 
     def _one(self, prompt: Sequence[int], max_tokens: int, temperature: float,
              stop: Sequence[int], seed: int | None) -> Generation:  # fmt: skip
-        with self._choose:
-            client = min(self.clients, key=lambda c: (c.in_flight, c.index))
-            client.in_flight += 1  # counted now, so concurrent callers spread out
-        try:
-            return client.complete(prompt, max_tokens=max_tokens, temperature=temperature,
-                                   stop_token_ids=stop, seed=seed)  # fmt: skip
-        finally:
+        """One request to the least busy live server. A server that fails a request and
+        no longer answers /health is forgotten and the request goes to another (same
+        seed: the same distribution); a live server's error is the request's own."""
+        while True:
             with self._choose:
-                client.in_flight -= 1
+                client = min(self.live(), key=lambda c: (c.in_flight, c.index))
+                client.in_flight += 1  # counted now, so concurrent callers spread out
+            try:
+                return client.complete(prompt, max_tokens=max_tokens, temperature=temperature,
+                                       stop_token_ids=stop, seed=seed)  # fmt: skip
+            except EngineServerError:
+                if client.healthy():
+                    raise
+                self._forget(client)
+            finally:
+                with self._choose:
+                    client.in_flight -= 1
+
+    def live(self) -> list[EngineClient]:
+        """The servers still answering; an error when none is left."""
+        live = [c for c in self.clients if c.alive]
+        if not live:
+            raise EngineServerError(f"every engine server is gone ({len(self.clients)} started; "
+                                    "see their logs)")  # fmt: skip
+        return live
+
+    def _forget(self, client: EngineClient) -> None:
+        with self._choose:
+            if not client.alive:
+                return
+            client.alive = False
+            left = sum(c.alive for c in self.clients)
+        log.error("%s stopped answering; its share goes to the other %d server(s)",
+                  client.name, left)  # fmt: skip
+
+    def forget_dead(self) -> list[EngineClient]:
+        """Ask every live server for /health; forget those that do not answer and
+        return them."""
+        gone = [c for c in self.live() if not c.healthy()]
+        for client in gone:
+            self._forget(client)
+        self.live()
+        return gone
 
     def _weight_sender(self) -> TorchSender:
         if self._sender is None:
@@ -392,18 +437,30 @@ class VLLMEngine:
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Push ``state_dict`` into every engine (the caller makes sure nothing is being
-        generated); returns once every engine serves ``version``."""
+        generated); returns once each serves ``version``.
+
+        A server that stopped answering cannot take part: it is a member of the weight
+        group, which would hang or break. The push then fails naming it, before anything
+        is sent; the job ends and its retry resumes from the last checkpoint with fresh
+        servers. (Rebuilding the group over the live servers hung the survivor's worker
+        in a CPU test, so it is not done.)"""
         started = time.monotonic()
+        self.forget_dead()
+        gone = [c.name for c in self.clients if not c.alive]
+        if gone:
+            raise EngineServerError(f"cannot push version {version}: {', '.join(gone)} stopped "
+                                    "answering, and the weight group includes it")  # fmt: skip
         sender = self._weight_sender()
         self.pushed_bytes = sender.send_weights(state_dict, version)
-        reported = [client.weight_version() for client in self.clients]
+        live = self.live()
+        reported = [client.weight_version() for client in live]
         if set(reported) != {str(version)}:
             raise EngineServerError(f"after pushing version {version} the engine servers "
                                     f"report versions {reported}")  # fmt: skip
         self.policy_version = version
         self.push_seconds = time.monotonic() - started
         log.info("pushed policy version %d to %d engine server(s): %.1f MB in %.2f s", version,
-                 len(self.clients), self.pushed_bytes / 1e6, self.push_seconds)  # fmt: skip
+                 len(live), self.pushed_bytes / 1e6, self.push_seconds)  # fmt: skip
 
     def close(self) -> None:
         if self._sender is not None:
