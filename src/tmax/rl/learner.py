@@ -492,6 +492,16 @@ def deepspeed_config(
     return config
 
 
+def _no_shm_comm_on_cpu() -> None:
+    """On CPU, DeepSpeed's communication layer would first JIT-compile a shared-memory
+    all-reduce (minutes of g++) that only tensor-parallel inference uses; ZeRO training
+    talks through gloo. The op-probe cache is a mutable dict by design."""
+    if not torch.cuda.is_available():
+        import deepspeed.ops
+
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+
+
 def load_partitioned(
     model_dir: Path, *, lr: float, zero_stage: int = 3, bf16: bool | None = None
 ) -> tuple[nn.Module, Any]:
@@ -510,6 +520,7 @@ def load_partitioned(
 
     if bf16 is None:
         bf16 = torch.cuda.is_available()
+    _no_shm_comm_on_cpu()  # zero.Init starts DeepSpeed's communication layer
     config = deepspeed_config(lr=lr, zero_stage=zero_stage, bf16=bf16)
     keep = HfDeepSpeedConfig(config) if zero_stage == 3 else None
     dtype = torch.bfloat16 if bf16 else torch.float32
@@ -547,14 +558,7 @@ class DeepSpeedLearner:
 
         if bf16 is None:
             bf16 = torch.cuda.is_available()
-        if not torch.cuda.is_available():
-            # On CPU, DeepSpeed's communication layer would first JIT-compile a
-            # shared-memory all-reduce (minutes of g++) that only tensor-parallel
-            # inference uses; ZeRO training talks through gloo. The op-probe cache is a
-            # mutable dict by design.
-            import deepspeed.ops
-
-            deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+        _no_shm_comm_on_cpu()
         self.config = deepspeed_config(
             lr=lr,
             zero_stage=zero_stage,
