@@ -416,14 +416,10 @@ class VLLMEngine:
         log.error("%s stopped answering; its share goes to the other %d server(s)",
                   client.name, left)  # fmt: skip
 
-    def forget_dead(self) -> list[EngineClient]:
-        """Ask every live server for /health; forget those that do not answer and
-        return them."""
-        gone = [c for c in self.live() if not c.healthy()]
-        for client in gone:
+    def forget_dead(self) -> None:
+        """Ask every live server for /health; forget those that do not answer."""
+        for client in [c for c in self.clients if c.alive and not c.healthy()]:
             self._forget(client)
-        self.live()
-        return gone
 
     def _weight_sender(self) -> TorchSender:
         if self._sender is None:

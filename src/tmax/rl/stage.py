@@ -355,22 +355,21 @@ def train_rank(
     settings = RLSettings.from_config(rl, seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     learner: Learner
+    main = True
     if distributed:
-        where = init_distributed(timeout_s=float(rl["collective_timeout_sec"]))
+        main = init_distributed(timeout_s=float(rl["collective_timeout_sec"])).rank == 0
         # Partitioned as it loads: no rank holds the whole model (27B: 108 GB in fp32).
         model, keep = load_partitioned(Path(model_dir), lr=rl["learning_rate"],
                                        zero_stage=rl["zero_stage"])  # fmt: skip
-        if rl["gradient_checkpointing"]:
-            enable_gradient_checkpointing(model)
-        learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
-        del keep
-        main = where.rank == 0
     else:
-        model, _ = _load(Path(model_dir))
-        if rl["gradient_checkpointing"]:
-            enable_gradient_checkpointing(model)
+        (model, _), keep = _load(Path(model_dir)), None
+    if rl["gradient_checkpointing"]:
+        enable_gradient_checkpointing(model)
+    if distributed:
+        learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
+    else:
         learner = LocalLearner(model, lr=rl["learning_rate"])
-        main = True
+    del keep  # transformers' DeepSpeed config: needed only until the learner has the model
     engine = env = None
     if main:
         engine, env = _rollout_side(Path(model_dir), tokenizer, Path(tasks_root), task_ids,

@@ -534,15 +534,6 @@ class Trainer:
         if self.producer is not None:
             self.producer.start()
 
-    def step(self) -> dict[str, Any]:
-        """One step outside :meth:`train` (every rank calls it): collect on rank 0,
-        order, execute. Returns the step's metrics on rank 0."""
-        if self.control is None:
-            self.control = collective.control_group(self.settings.step_timeout_sec)
-        orders, metrics = self.collect() if self.is_main else (None, {})
-        metrics.update(self.execute(collective.scatter(orders, self.control)))
-        return metrics
-
     def update(self, samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str, float]:
         """The loss over this rank's micro-batches (normalised by the whole step's
         response tokens, all ranks together), one optimizer step."""
