@@ -87,6 +87,43 @@ def run_slow_worker(out: Path) -> None:
     (out / f"rank{where.rank}.json").write_text(json.dumps({"steps": state.step}))
 
 
+def run_sigterm_worker(out: Path) -> None:
+    """Both ranks get SIGTERM (as srun forwards it) while rank 0 waits for groups that
+    hang; both checkpoint the same step at once and stop, then resume to the end."""
+    import os
+    import threading
+
+    from tests.rl.test_trainer import StuckEnv
+    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+
+    where = init_distributed(timeout_s=30.0)
+    main = where.rank == 0
+    (out / f"rank{where.rank}.pid").write_text(str(os.getpid()))
+    recipe = replace(settings(6), async_steps=1, groups_in_flight=2, prompts_per_step=2,
+                     checkpoint_every=100, stop_grace_sec=0.5)  # fmt: skip
+
+    def trainer(env: object) -> Trainer:
+        learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False, eps=EPS)
+        engine = TransformersEngine(tiny_model()) if main else None
+        return Trainer(env, engine, learner, recipe, out / "run")  # type: ignore[arg-type]
+
+    def every_rank() -> list[int]:
+        return [int((out / f"rank{r}.pid").read_text()) for r in range(WORLD_SIZE)]
+
+    stuck = StuckEnv(stuck_from=4, signalled=every_rank) if main else None
+    first = trainer(stuck)
+    stopped = first.train()
+    hung = sum(t.name.startswith("rl-group-") and t.is_alive() for t in threading.enumerate())
+    if stuck is not None:
+        stuck.release.set()
+    second = trainer(StuckEnv(stuck_from=10**6) if main else None)
+    final = second.train()
+    (out / f"rank{where.rank}.json").write_text(json.dumps({
+        "stopped_at": stopped.step, "stop_requested": first.stop_requested, "hung": hung,
+        "steps": final.step,
+    }))  # fmt: skip
+
+
 def run_worker(out: Path) -> None:
     """One rank: 3 steps (checkpoints at 2 and 3), then a fresh trainer resumes to 4."""
     torch.set_num_threads(1)
@@ -97,6 +134,9 @@ def run_worker(out: Path) -> None:
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # see test_learner.py
     if (out / "slow").exists():
         run_slow_worker(out)
+        return
+    if (out / "sigterm").exists():
+        run_sigterm_worker(out)
         return
     where = init_distributed()
     main = where.rank == 0
@@ -166,6 +206,23 @@ def test_ranks_wait_for_a_slow_step_without_a_collective_timing_out(tmp_path: Pa
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
     assert [r["steps"] for r in ranks] == [2, 2]
     assert [c.name for c in (tmp_path / "run" / "checkpoints").glob("step-*")] == ["step-000002"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
+def test_sigterm_with_groups_in_flight_checkpoints_every_rank_and_the_resume_finishes(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "sigterm").touch()
+    run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+    assert all(r["stop_requested"] for r in ranks)
+    stopped_at = ranks[0]["stopped_at"]
+    assert 1 <= stopped_at < 6 and [r["stopped_at"] for r in ranks] == [stopped_at] * 2
+    assert ranks[0]["hung"] >= 1  # rank 0 stopped while groups were still being generated
+    assert [r["steps"] for r in ranks] == [6, 6]
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [1, 2, 3, 4, 5, 6]
 
 
 def test_shards_balance_tokens_and_keep_every_episode() -> None:

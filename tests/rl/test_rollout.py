@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from tmax.harness.base import bash_tool, single_bash_command
 from tmax.models.client import Completion, ContextLengthExceeded, Message
 from tmax.rl.engine import Generation, TransformersEngine
 from tmax.rl.rollout import (
+    EpisodeCancelled,
     Sample,
     TemplateNotIncremental,
     TokenChatModel,
@@ -393,28 +395,34 @@ class SabotagedEngine(ScriptedEngine):
         return super().generate(prompts, **kwargs)
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("bwrap")
-@pytest.mark.parametrize("fault", ["kill", "engine"])
-@pytest.mark.parametrize("faulty", [{1}, {1, 2}], ids=["once", "twice"])
-def test_a_failed_episode_is_played_again_once_then_scored_zero(
-    tokenizer: Any, monkeypatch: pytest.MonkeyPatch, fault: str, faulty: set[int]
-) -> None:
-    """Fault injection on real sandboxes: an episode whose sandbox is killed (or whose
-    engine fails) mid-episode is played again in a fresh sandbox; failing twice, it is a
-    failed episode with reward 0 that keeps the tokens sampled before the fault."""
+@pytest.fixture
+def boxes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The sandboxes the rollouts open, in order (they stay usable until closed)."""
     from tmax.rl import rollout as rollout_module
 
-    boxes: list[Any] = []
+    opened: list[Any] = []
     real = rollout_module.sandbox_for_task
 
     @contextlib.contextmanager
     def recording(*args: Any, **kwargs: Any) -> Any:
         with real(*args, **kwargs) as box:
-            boxes.append(box)
+            opened.append(box)
             yield box
 
     monkeypatch.setattr(rollout_module, "sandbox_for_task", recording)
+    return opened
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("bwrap")
+@pytest.mark.parametrize("fault", ["kill", "engine"])
+@pytest.mark.parametrize("faulty", [{1}, {1, 2}], ids=["once", "twice"])
+def test_a_failed_episode_is_played_again_once_then_scored_zero(
+    tokenizer: Any, boxes: list[Any], fault: str, faulty: set[int]
+) -> None:
+    """Fault injection on real sandboxes: an episode whose sandbox is killed (or whose
+    engine fails) mid-episode is played again in a fresh sandbox; failing twice, it is a
+    failed episode with reward 0 that keeps the tokens sampled before the fault."""
     engine = SabotagedEngine(tokenizer, fault, faulty, boxes)
     [sample] = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, run_id="pytest", seed=0)
     assert len(boxes) == 2  # a second attempt, in its own sandbox
@@ -426,3 +434,41 @@ def test_a_failed_episode_is_played_again_once_then_scored_zero(
         expected = "RuntimeError: engine server 0" if fault == "engine" else "Error"
         assert expected in sample.failure, sample.failure
         assert sample.response_tokens > 0 and sample.turns >= 0  # the first turn is kept
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("bwrap")
+def test_a_stopping_run_abandons_its_episodes_and_removes_their_sandboxes(
+    tokenizer: Any, boxes: list[Any]
+) -> None:
+    """SIGTERM's path on a real sandbox: once ``cancel`` is set (on the episode's second
+    turn here), the episode ends at its next turn with EpisodeCancelled — not retried,
+    not scored — and its sandbox's processes are gone."""
+    cancel = threading.Event()
+    running: list[int] = []
+
+    class StoppedMidway(ScriptedEngine):
+        calls = 0
+
+        def generate(self, prompts: Sequence[Sequence[int]], **kwargs: Any) -> list[Generation]:
+            self.calls += 1
+            if self.calls == 2:
+                running.extend(boxes[-1].sandbox_pids())
+                cancel.set()
+            return super().generate(prompts, **kwargs)
+
+    engine = StoppedMidway(tokenizer, ANSWERS)
+    with pytest.raises(EpisodeCancelled):
+        rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, run_id="pytest", seed=0,
+                      cancel=cancel)  # fmt: skip
+    assert len(boxes) == 1 and engine.calls == 2  # no second attempt, no third turn
+    assert running  # the sandbox was up when the run started stopping
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+    assert not [pid for pid in running if alive(pid)]

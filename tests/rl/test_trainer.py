@@ -8,7 +8,8 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,44 @@ def test_reward_rises_from_chance_to_near_one(tmp_path: Path) -> None:
         "grad_norm",
     ):
         assert key in last  # fmt: skip
+
+
+class FrozenEngine(TransformersEngine):
+    """An engine that never takes new weights: every episode is sampled from the initial
+    policy, so the behaviour log-probs μ are stale by any number of versions."""
+
+    def update_weights(self, weights: object, version: int) -> None:  # type: ignore[override]
+        self.policy_version = version  # tagged current, so no group is dropped as stale
+
+
+def target_probabilities(model: torch.nn.Module, env: TargetTokenEnvironment) -> list[float]:
+    with torch.no_grad():
+        return [
+            float(model(input_ids=torch.tensor([prompt])).logits[0, -1].softmax(-1)[target])
+            for prompt, target in env.prompts.values()
+        ]
+
+
+def test_dppo_learns_off_policy_from_stale_behaviour_log_probs(tmp_path: Path) -> None:
+    """The trainer's policy π moves away from a frozen behaviour policy μ: the DPPO mask
+    must stop only the tokens pushed further out of the trust region (positive advantage,
+    π > μ + δ), and let the rest keep learning. Inverted, it stops everything inside the
+    region and π never moves; left out, nothing is ever masked."""
+    env = target_env()
+    lr = 3e-2
+    settings = RLSettings(group_size=8, prompts_per_step=4, steps=20, learning_rate=lr,
+                          async_steps=0, checkpoint_every=1000, seed=0)  # fmt: skip
+    learner = LocalLearner(tiny_model(), lr=lr)
+    trainer = Trainer(env, FrozenEngine(tiny_model()), learner, settings, tmp_path)  # type: ignore[arg-type]
+    before = target_probabilities(tiny_model(), env)
+    trainer.train()
+    after = target_probabilities(learner.model, env)
+    assert max(before) < 0.1 and min(after) > 0.9, (before, after)
+    metrics = curve(tmp_path)
+    assert max(m["reward_mean"] for m in metrics) < 0.3  # the frozen engine stays at chance
+    trained = [m for m in metrics if m["groups_trained"]]
+    assert 0 < max(m["masked_fraction"] for m in trained) < 1  # it fired, on some tokens
+    assert max(m["logp_diff_max"] for m in trained) > 1.0  # far off-policy by the end
 
 
 def test_grpo_baseline_also_learns(tmp_path: Path) -> None:
@@ -196,7 +235,89 @@ def test_resume_gives_the_same_next_step_as_an_uninterrupted_run(tmp_path: Path)
     )
 
 
-def test_sigterm_checkpoints_and_stops(tmp_path: Path) -> None:
+class StuckEnv:
+    """The target environment, except that groups from data position ``stuck_from`` on
+    hang (a command that cannot be interrupted) until ``release`` is set. Half a second
+    after the first of them starts (the trainer is then waiting for them to collect a
+    step), the processes ``signalled`` (this one) get SIGTERM, as from Slurm at
+    preemption."""
+
+    def __init__(
+        self, stuck_from: int, signalled: Callable[[], list[int]] = lambda: [os.getpid()]
+    ) -> None:
+        self.inner = target_env()
+        self.signalled = signalled
+        self.stuck_from = stuck_from
+        self.release = threading.Event()
+        self.generated: list[int] = []
+        self.cancelled = 0
+
+    def tasks(self) -> Sequence[str]:
+        return self.inner.tasks()
+
+    def terminate(self) -> None:
+        for pid in self.signalled():
+            os.kill(pid, signal.SIGTERM)
+
+    def cancel(self, stop: bool = True) -> None:
+        self.cancelled += stop  # heard, but the stuck commands run on regardless
+
+    def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
+        index = seed  # the trainer seeds a group with seed·7919 + its position; seed is 0
+        if index >= self.stuck_from:
+            if index == self.stuck_from:
+                threading.Timer(0.5, self.terminate).start()
+            self.release.wait()
+        self.generated.append(index)
+        return self.inner.sample_group(task, engine, group_size, seed)
+
+
+def test_sigterm_checkpoints_at_once_without_waiting_for_groups_in_flight(
+    tmp_path: Path,
+) -> None:
+    """Two groups a step, two in flight: SIGTERM while the third step's groups hang.
+    The run must checkpoint and return while they still hang, saving their positions
+    as unfinished, and the resumed run must generate them and reach every step."""
+    env = StuckEnv(stuck_from=4)
+    settings = {"group_size": 8, "prompts_per_step": 2, "async_steps": 1,
+                "groups_in_flight": 2, "stop_grace_sec": 0.5}  # fmt: skip
+    trainer = make_trainer(tmp_path, env, steps=5, **settings)
+    assert threading.current_thread() is threading.main_thread()
+    # A trainer that waited for the stuck groups gets them after 30 s and fails below.
+    unstick = threading.Timer(30.0, env.release.set)
+    unstick.start()
+    try:
+        state = trainer.train()
+        hung = sum(t.name.startswith("rl-group-") and t.is_alive() for t in threading.enumerate())
+        generated = list(env.generated)
+    finally:
+        unstick.cancel()
+        env.release.set()
+        for thread in threading.enumerate():
+            if thread.name.startswith("rl-group-"):
+                thread.join()
+    assert trainer.stop_requested and env.cancelled
+    saved = torch.load(trainer.latest_checkpoint() / "trainer.pt", weights_only=False)["state"]
+    assert 4 in saved.unfinished
+    assert hung == len(saved.unfinished)  # returned while they were still being generated
+    assert 1 <= state.step == saved.step < 5
+    assert [m["step"] for m in curve(tmp_path)] == list(range(1, state.step + 1))
+    # Every position drawn is accounted for: generated (trained on or queued) or unfinished.
+    assert {g.data_index for g in saved.pending} <= set(generated)
+    assert set(generated) | set(saved.unfinished) == set(range(saved.data_index))
+
+    resumed_env = StuckEnv(stuck_from=10**6)
+    resumed = make_trainer(tmp_path, resumed_env, steps=5, **settings)
+    final = resumed.train()
+    assert final.step == 5 and [m["step"] for m in curve(tmp_path)] == [1, 2, 3, 4, 5]
+    first = resumed_env.generated[: len(saved.unfinished)]
+    assert sorted(first) == saved.unfinished  # the unfinished positions come first
+    assert not set(first) & set(generated)
+
+
+def test_sigterm_between_steps_checkpoints_and_stops(tmp_path: Path) -> None:
+    """Inline generation (async_steps 0): the step under way finishes, then the run
+    checkpoints and stops; the resumed run starts from that step."""
     env = target_env()
     trainer = make_trainer(tmp_path, env, steps=50)
     original = env.sample_group
@@ -207,7 +328,6 @@ def test_sigterm_checkpoints_and_stops(tmp_path: Path) -> None:
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     env.sample_group = sample_and_interrupt  # type: ignore[method-assign]
-    assert threading.current_thread() is threading.main_thread()
     state = trainer.train()
     assert trainer.stop_requested and 3 <= state.step < 50
     assert trainer.latest_checkpoint() is not None
@@ -221,6 +341,38 @@ def test_async_generation_runs_ahead_within_the_bound(tmp_path: Path) -> None:
     metrics = curve(tmp_path)
     assert len(metrics) == 6
     assert all(m["staleness_max"] <= 2 for m in metrics)
+
+
+@pytest.mark.parametrize(("async_steps", "overlaps"), [(1, True), (0, False)],
+                         ids=["async", "sync"])  # fmt: skip
+def test_groups_generate_while_the_learner_updates(
+    tmp_path: Path, async_steps: int, overlaps: bool
+) -> None:
+    """Asynchronous mode: the next groups are being generated while an update runs
+    (each update is made to take 0.3 s); synchronous mode: never."""
+    env = target_env()
+    trainer = make_trainer(tmp_path, env, steps=4, async_steps=async_steps)
+    updates: list[tuple[float, float]] = []
+    starts: list[float] = []
+    learner_step, sample_group = trainer.learner.step, env.sample_group
+
+    def slow_step() -> dict[str, float]:
+        began = time.monotonic()
+        threading.Event().wait(0.3)
+        result = learner_step()
+        updates.append((began, time.monotonic()))
+        return result
+
+    def timed_group(*args: object, **kwargs: object) -> list[Sample]:
+        starts.append(time.monotonic())
+        return sample_group(*args, **kwargs)  # type: ignore[arg-type]
+
+    trainer.learner.step = slow_step  # type: ignore[method-assign]
+    env.sample_group = timed_group  # type: ignore[method-assign]
+    trainer.train()
+    assert len(updates) >= 3
+    during = [t for t in starts if any(a < t < b for a, b in updates)]
+    assert bool(during) is overlaps, (updates, starts)
 
 
 def test_several_groups_generate_at_once_within_the_bound(tmp_path: Path) -> None:

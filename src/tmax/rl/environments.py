@@ -8,6 +8,7 @@ a known answer, so a test can watch the reward climb from chance to 1.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,18 @@ class TaskEnvironment:
         self.backend = backend
         self.workers = workers
         self.run_id = run_id
+        self.stopping = threading.Event()
 
     def tasks(self) -> Sequence[str]:
         return sorted(self.task_dirs)
+
+    def cancel(self, stop: bool = True) -> None:
+        """Abandon the episodes being played, at their next turn (the run is stopping);
+        ``stop=False`` lets episodes run again (a new run on this environment)."""
+        if stop:
+            self.stopping.set()
+        else:
+            self.stopping.clear()
 
     def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
         return rollout_group(
@@ -51,6 +61,7 @@ class TaskEnvironment:
             backend=self.backend,
             run_id=self.run_id,
             seed=seed,
+            cancel=self.stopping,
         )
 
 

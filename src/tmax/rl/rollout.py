@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +55,11 @@ class EpisodeFailed(RuntimeError):
         super().__init__(reason)
         self.reason = reason
         self.sample = sample
+
+
+class EpisodeCancelled(Exception):
+    """The run is stopping (SIGTERM): the episode was abandoned, not played out. It is
+    neither retried nor scored; its group is generated again after the resume."""
 
 
 class TemplateNotIncremental(RuntimeError):
@@ -100,8 +106,11 @@ class TokenChatModel:
         max_total_tokens: int | None = None,
         seed: int | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
+        """``cancel``, once set, makes the next turn raise :class:`EpisodeCancelled`."""
         self.engine = engine
+        self.cancel = cancel
         self.tokenizer = tokenizer
         self.name = name
         self.stop_token_ids = list(stop_token_ids or default_stop_token_ids(tokenizer))
@@ -137,6 +146,8 @@ class TokenChatModel:
         max_tokens: int,
         temperature: float | None = None,
     ) -> Completion:
+        if self.cancel is not None and self.cancel.is_set():
+            raise EpisodeCancelled("the run is stopping")
         started = time.monotonic()
         messages = copy.deepcopy(list(messages))
         tools_list = copy.deepcopy(list(tools)) if tools else None
@@ -302,6 +313,7 @@ def rollout(
     backend: str = "bwrap",
     run_id: str | None = None,
     seed: int | None = None,
+    cancel: threading.Event | None = None,
 ) -> Sample:
     """Play one episode of the tmax harness on a task and score it with its verifier.
 
@@ -309,12 +321,15 @@ def rollout(
     the paper's RL environment). ``settings.temperature`` is the sampling temperature
     (None: 1.0); the trainer must score with the same one. An error of the sandbox, the
     engine or the verifier raises :class:`EpisodeFailed` with the episode so far
-    (reward 0): the caller decides whether to retry (:func:`rollout_group`).
+    (reward 0): the caller decides whether to retry (:func:`rollout_group`). Once
+    ``cancel`` is set the episode stops at its next turn with :class:`EpisodeCancelled`
+    (its sandbox is removed as usual).
     """
     task_dir = Path(task_dir)
     task = read_task(task_dir)
     policy_version = engine.policy_version
-    model = TokenChatModel(engine, tokenizer, max_total_tokens=settings.max_total_tokens, seed=seed)
+    model = TokenChatModel(engine, tokenizer, max_total_tokens=settings.max_total_tokens, seed=seed,
+                           cancel=cancel)  # fmt: skip
     harness = make_harness("tmax", settings)
     turns = tool_calls = 0
     try:
@@ -332,6 +347,8 @@ def rollout(
             else:
                 reward = box.verify(task_dir / "tests").reward
     except Exception as error:
+        if cancel is not None and cancel.is_set():
+            raise EpisodeCancelled(f"the run is stopping ({type(error).__name__})") from error
         reason = f"{type(error).__name__}: {error}"
         tokens, loss_mask, behaviour = model.episode_tokens()
         if len(tokens) < 2:  # nothing sampled yet: a placeholder the trainer can collate
@@ -376,6 +393,7 @@ def rollout_group(
     backend: str = "bwrap",
     run_id: str | None = None,
     seed: int | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[Sample]:
     """``group_size`` episodes of one task (a GRPO group), up to ``workers`` at a time.
 
@@ -384,7 +402,8 @@ def rollout_group(
     counts as a failed episode: reward 0, with the tokens it had sampled (trained on
     with its advantage, so a policy that breaks its sandbox gains nothing by it), and
     the run goes on. A failure is never left out of the group: that would let a policy
-    escape a bad reward by crashing.
+    escape a bad reward by crashing. ``cancel`` (the run is stopping) abandons the
+    whole group with :class:`EpisodeCancelled`.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be at least 1, got {group_size}")
@@ -393,9 +412,11 @@ def rollout_group(
     def one(index: int) -> Sample:
         sample_seed = None if seed is None else derive_seed(seed, index)
         for attempt in range(1, EPISODE_ATTEMPTS + 1):
+            if cancel is not None and cancel.is_set():
+                raise EpisodeCancelled("the run is stopping")
             try:
                 return rollout(task_dir, engine, tokenizer, settings, backend=backend,
-                               run_id=run_id, seed=sample_seed)  # fmt: skip
+                               run_id=run_id, seed=sample_seed, cancel=cancel)  # fmt: skip
             except EpisodeFailed as failed:
                 if attempt < EPISODE_ATTEMPTS:
                     log.warning("episode %d of %s failed (%s); playing it again",

@@ -191,7 +191,14 @@ def sft_warmup(
 
 
 RESUMABLE_SETTINGS = frozenset(
-    {"steps", "checkpoint_every", "micro_batch_tokens", "groups_in_flight", "step_timeout_sec"}
+    {
+        "steps",
+        "checkpoint_every",
+        "micro_batch_tokens",
+        "groups_in_flight",
+        "step_timeout_sec",
+        "stop_grace_sec",
+    }
 )
 """RL settings a run may change and still resume from its checkpoints."""
 

@@ -14,8 +14,10 @@ One step, top to bottom (``Trainer.step``):
 Distribution lives behind two small interfaces: the Engine (tmax.rl.engine: in-process
 transformers on CPU, vLLM on GPUs) and the Learner (tmax.rl.learner: one process, or
 DeepSpeed ZeRO-3 across ranks). Checkpoints (every ``checkpoint_every`` steps and on
-SIGTERM) hold the model, optimizer, RNG states, the data position and the generated
-groups not yet trained on, so a resumed run continues where it stopped.
+SIGTERM) hold the model, optimizer, RNG states, the data position, the generated groups
+not yet trained on and the positions still being generated, so a resumed run continues
+where it stopped. Neither waits for the groups in flight: a SIGTERM abandons them and
+checkpoints at once (or after the update under way), within ``stop_grace_sec``.
 
 With several ranks (torch.distributed initialised, e.g. by the DeepSpeed learner), every
 rank runs ``Trainer.train``; rank 0 alone holds the environment and the engine, draws
@@ -37,8 +39,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,7 +58,7 @@ from tmax.rl.loss import (
     sequence_logprobs,
     zero_std_groups,
 )
-from tmax.rl.rollout import Sample
+from tmax.rl.rollout import EpisodeCancelled, Sample
 
 log = logging.getLogger("tmax.rl")
 
@@ -93,6 +94,10 @@ class RLSettings:
     groups, pushing weights, draining the generator before a checkpoint) before the job
     fails: above the longest step. They wait on the control group, not under the
     training group's (NCCL) watchdog."""
+    stop_grace_sec: float = 60.0
+    """After SIGTERM: the checkpoint is written at once (the groups being generated are
+    abandoned, not waited for; they are generated again after the resume), and the
+    abandoned episodes get what is left of this long to remove their sandboxes."""
     seed: int = 0
 
     @classmethod
@@ -140,6 +145,9 @@ class StepOrder:
     """Gather the weights after the step for a snapshot (rank 0 writes it)."""
     checkpoint: bool
     """Write a checkpoint after the step (every rank writes its learner shard)."""
+    stop: bool = False
+    """The run is stopping (SIGTERM) and this step was abandoned while its groups were
+    collected: no update; every rank writes the checkpoint and leaves the loop."""
 
 
 @dataclass
@@ -154,6 +162,13 @@ class TrainerState:
     """How many groups the generator has drawn (the data position)."""
     pending: list[Group] = field(default_factory=list)
     """Generated groups not yet trained on."""
+    unfinished: list[int] = field(default_factory=list)
+    """Data positions claimed but not generated yet (in flight at the checkpoint): the
+    resumed run generates them first, so no position is skipped."""
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        # Checkpoints written before a field existed load with its default.
+        self.__dict__.update({"unfinished": [], **saved})
 
 
 class VersionLock:
@@ -181,26 +196,45 @@ class VersionLock:
                 self._cond.notify_all()
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, give_up: Callable[[], bool] | None = None) -> Iterator[bool]:
+        """Yields True once held alone; False if ``give_up()`` became true while
+        waiting (the caller then skips what needed the lock)."""
+        acquired = False
         with self._cond:
             self._writers_waiting += 1
-            while self._writing or self._readers:
-                self._cond.wait()
-            self._writers_waiting -= 1
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writing = False
+            try:
+                while self._writing or self._readers:
+                    if give_up is not None and give_up():
+                        break
+                    self._cond.wait(timeout=0.2)
+                else:
+                    self._writing = acquired = True
+            finally:
+                self._writers_waiting -= 1
                 self._cond.notify_all()
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                with self._cond:
+                    self._writing = False
+                    self._cond.notify_all()
+
+
+class StopRequested(Exception):
+    """The run is stopping (SIGTERM): the step being collected is abandoned."""
 
 
 class GroupProducer:
     """Generates groups in data order, at most ``async_steps`` policy versions ahead of
-    the trainer: in a background thread, ``groups_in_flight`` at a time, when
+    the trainer: ``groups_in_flight`` at a time, each in its own thread, when
     ``async_steps`` > 0; inline and one at a time otherwise. Groups join the queue as
-    they finish, so with several in flight a short one may overtake a long one."""
+    they finish, so with several in flight a short one may overtake a long one.
+
+    Every claimed data position is either queued, being generated (``unfinished``) or
+    handed to the trainer, so a checkpoint can be taken at any moment without waiting
+    for the groups in flight (:meth:`snapshot`): the resumed run generates the
+    unfinished positions again, first."""
 
     def __init__(
         self,
@@ -215,15 +249,22 @@ class GroupProducer:
         if not self.tasks:
             raise ValueError("the environment has no tasks to train on")
         self.data_index = state.data_index
+        self._redo = sorted(state.unfinished)
+        self.unfinished: set[int] = set()
         self.engine_lock = engine_lock
         self.ready: queue.Queue[Group] = queue.Queue()
         for group in state.pending:
             self.ready.put(group)
-        self._stop = threading.Event()
+        cancel = getattr(env, "cancel", None)
+        if cancel is not None:
+            cancel(False)  # a previous run on this environment may have stopped it
+        self._lock = threading.Lock()
+        self._halt = threading.Event()
         self._thread: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
         self.error: BaseException | None = None
-        """What ended the generator thread, if anything did (not an episode's failure:
-        those are failed episodes; a bug, or every engine server gone)."""
+        """What ended generation, if anything did (not an episode's failure: those are
+        failed episodes; a bug, or every engine server gone)."""
 
     def task_at(self, index: int) -> str:
         """Epochs over the tasks, each in its own seeded order."""
@@ -233,9 +274,15 @@ class GroupProducer:
         return order[offset]
 
     def claim(self) -> tuple[int, str]:
-        """The next data position and its task (the caller generates it)."""
-        index = self.data_index
-        self.data_index += 1
+        """The next data position (those left unfinished by the last run first) and its
+        task; the caller generates it."""
+        with self._lock:
+            if self._redo:
+                index = self._redo.pop(0)
+            else:
+                index = self.data_index
+                self.data_index += 1
+            self.unfinished.add(index)
         return index, self.task_at(index)
 
     def generate(self, index: int, task: str) -> Group:
@@ -250,11 +297,16 @@ class GroupProducer:
         return Group(task, samples, version, index)
 
     def produce_one(self) -> Group:
-        return self.generate(*self.claim())
+        """One group, generated in the caller's thread (an abandoned one stays unfinished)."""
+        index, task = self.claim()
+        group = self.generate(index, task)
+        with self._lock:
+            self.unfinished.discard(index)
+        return group
 
     def start(self) -> None:
         if self.settings.async_steps > 0 and self._thread is None:
-            self._stop.clear()
+            self._halt.clear()
             self._thread = threading.Thread(target=self._run, name="rl-generator", daemon=True)
             self._thread.start()
 
@@ -263,58 +315,92 @@ class GroupProducer:
         # Run ahead by at most async_steps steps' worth of groups, queued or in flight.
         limit = (settings.async_steps + 1) * settings.prompts_per_step
         parallel = max(1, settings.groups_in_flight)
-        in_flight: set[Future[Group]] = set()
-        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="rl-group") as pool:
-            try:
-                self._generate(pool, limit, parallel, in_flight)
-            except BaseException as error:
-                self.error = error  # next_group raises it in the trainer's thread
-                raise
-            finally:
-                # Claimed groups are finished, so the data position stays exact.
-                for future in in_flight:
-                    with suppress(Exception):
-                        self.ready.put(future.result())
-
-    def _generate(self, pool: ThreadPoolExecutor, limit: int, parallel: int,
-                  in_flight: set[Future[Group]]) -> None:  # fmt: skip
-        while not self._stop.is_set():
-            for future in [f for f in in_flight if f.done()]:
-                in_flight.discard(future)
-                self.ready.put(future.result())
-            if len(in_flight) < parallel and self.ready.qsize() + len(in_flight) < limit:
-                in_flight.add(pool.submit(self.generate, *self.claim()))
-            else:
+        while not self._halt.is_set() and self.error is None:
+            with self._lock:
+                busy = len(self.unfinished)
+                room = busy < parallel and self.ready.qsize() + busy < limit
+            if not room:
                 time.sleep(0.01)
+                continue
+            index, task = self.claim()
+            # Daemon threads: a stopping run does not wait for the groups in flight.
+            worker = threading.Thread(target=self._work, args=(index, task),
+                                      name=f"rl-group-{index}", daemon=True)  # fmt: skip
+            self._workers = [w for w in self._workers if w.is_alive()] + [worker]
+            worker.start()
 
-    def stop(self) -> None:
-        """Stop the background generator (the groups it finished stay queued)."""
+    def _work(self, index: int, task: str) -> None:
+        try:
+            group = self.generate(index, task)
+        except EpisodeCancelled:
+            return  # stays unfinished: generated again after the resume
+        except BaseException as error:
+            self.error = error  # next_group raises it in the trainer's thread
+            log.exception("generating group %d (%s) failed", index, task)
+            return
+        with self._lock:
+            self.unfinished.discard(index)
+            self.ready.put(group)
+
+    def snapshot(self) -> tuple[int, list[Group], list[int]]:
+        """(data position, queued groups, unfinished positions), consistent with each
+        other, without stopping generation."""
+        with self._lock:
+            unfinished = sorted(self.unfinished | set(self._redo))
+            return self.data_index, list(self.ready.queue), unfinished
+
+    def give_back(self, groups: Sequence[Group]) -> None:
+        """Queue groups again (a step abandoned while collecting them)."""
+        with self._lock:
+            for group in groups:
+                self.ready.put(group)
+
+    def halt(self) -> None:
+        """Claim no more groups (those in flight go on)."""
+        self._halt.set()
         if self._thread is not None:
-            self._stop.set()
             self._thread.join()
             self._thread = None
 
-    def next_group(self) -> Group:
+    def abandon(self, deadline: float) -> int:
+        """Halt, tell the environment to abandon its episodes (if it can), and wait for
+        the groups in flight until ``deadline`` (monotonic clock); returns how many are
+        still running then."""
+        self.halt()
+        cancel = getattr(self.env, "cancel", None)
+        if cancel is not None:
+            cancel()
+        for worker in self._workers:
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        running = sum(w.is_alive() for w in self._workers)
+        if running:
+            log.warning("%d group(s) still generating at exit; their data positions are "
+                        "saved as unfinished", running)  # fmt: skip
+        return running
+
+    def next_group(self, stopping: Callable[[], bool] = lambda: False) -> Group:
+        """The next finished group; raises :class:`StopRequested` once ``stopping()``."""
         if self._thread is None:
+            if stopping():
+                raise StopRequested
             if self.ready.empty():
                 return self.produce_one()
             return self.ready.get()
         while True:
             try:
-                return self.ready.get(timeout=0.5)
+                return self.ready.get(timeout=0.2)
             except queue.Empty:
-                if self._thread is None or not self._thread.is_alive():
-                    raise RuntimeError(f"the generator thread died: {self.error!r}") from (
+                if self.error is not None:
+                    raise RuntimeError(f"generating groups failed: {self.error!r}") from (
                         self.error
                     )
+                if stopping():
+                    raise StopRequested from None
+                if not self._thread.is_alive():
+                    raise RuntimeError("the generator thread ended") from None
 
     def pending(self) -> list[Group]:
-        items = []
-        while not self.ready.empty():
-            items.append(self.ready.get())
-        for item in items:
-            self.ready.put(item)
-        return items
+        return self.snapshot()[1]
 
 
 class Trainer:
@@ -342,6 +428,7 @@ class Trainer:
         self.metrics_path = run_dir / "metrics.jsonl"
         self.state = TrainerState()
         self.stop_requested = False
+        self._sigterm_at: float | None = None
         self.engine_lock = VersionLock()
         self.snapshot_steps = frozenset(snapshot_steps)
         self.snapshot = snapshot
@@ -389,6 +476,9 @@ class Trainer:
                 if self.is_main:
                     orders, metrics = self.collect()
                 order = collective.scatter(orders, self.control)
+                if order.stop:
+                    stop = True
+                    break
                 metrics.update(self.execute(order))
                 if self.is_main:
                     self.log_metrics(metrics)
@@ -396,9 +486,15 @@ class Trainer:
                     saved_at = self.state.step
             if stop and saved_at != self.state.step:
                 self.checkpoint()
+            if stop and self._sigterm_at is not None:
+                took = time.monotonic() - self._sigterm_at
+                level = logging.WARNING if took <= self.settings.stop_grace_sec else logging.ERROR
+                log.log(level, "checkpoint written %.1fs after SIGTERM (grace: %.1fs)", took,
+                        self.settings.stop_grace_sec)  # fmt: skip
         finally:
             if self.producer is not None:
-                self.producer.stop()
+                began = self._sigterm_at if self._sigterm_at is not None else time.monotonic()
+                self.producer.abandon(began + self.settings.stop_grace_sec)
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, previous)
         self.stop_requested = stop
@@ -424,7 +520,14 @@ class Trainer:
             if rounds >= draws:
                 break
             rounds += 1
-            group = producer.next_group()
+            try:
+                group = producer.next_group(lambda: self.stop_requested)
+            except (StopRequested, EpisodeCancelled):
+                # SIGTERM while collecting: no step; what was drawn is queued again
+                # and saved with the checkpoint, the groups in flight are not waited for.
+                producer.give_back(collected)
+                nothing = StepOrder(False, [], [], snapshot=False, checkpoint=False, stop=True)
+                return [nothing] * self.world_size, {}
             staleness = self.state.policy_version - group.policy_version
             if staleness > settings.async_steps:
                 dropped_stale += 1
@@ -513,8 +616,11 @@ class Trainer:
             weights = self.learner.full_state_dict()  # a collective: rank 0 gets them
             if self.is_main:
                 assert self.engine is not None
-                with self.engine_lock.exclusive():
-                    self.engine.update_weights(weights, self.state.policy_version)
+                # The push waits for the groups being generated; a stopping run does not
+                # (the resumed run pushes the checkpoint's weights first).
+                with self.engine_lock.exclusive(lambda: self.stop_requested) as alone:
+                    if alone and not self.stop_requested:
+                        self.engine.update_weights(weights, self.state.policy_version)
         update["policy_version"] = self.state.policy_version
         update["step_time_sec"] = time.monotonic() - self._started if self.is_main else 0.0
         if order.snapshot:
@@ -524,15 +630,12 @@ class Trainer:
         return update
 
     def checkpoint(self) -> None:
-        """A checkpoint with the data position exact: rank 0 stops the generator (the
-        groups it finished are saved as pending) and starts it again afterwards."""
+        """A checkpoint with the data position exact, taken while generation goes on:
+        the finished groups are saved as pending, those in flight as unfinished."""
         if self.producer is not None:
-            self.producer.stop()
-            self.state.data_index = self.producer.data_index
-            self.state.pending = self.producer.pending()
+            snapshot = self.producer.snapshot()
+            self.state.data_index, self.state.pending, self.state.unfinished = snapshot
         self.save_checkpoint()
-        if self.producer is not None:
-            self.producer.start()
 
     def update(self, samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str, float]:
         """The loss over this rank's micro-batches (normalised by the whole step's
@@ -604,8 +707,14 @@ class Trainer:
             self.snapshot(self.state.step, weights)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
-        log.warning("SIGTERM: checkpointing after the current step")
+        log.warning("SIGTERM: abandoning the episodes in flight; checkpointing now, or "
+                    "after the update under way")  # fmt: skip
         self.stop_requested = True
+        if self._sigterm_at is None:
+            self._sigterm_at = time.monotonic()
+        cancel = getattr(self.env, "cancel", None)
+        if cancel is not None:
+            cancel()
 
     def save_checkpoint(self) -> Path:
         """Model, optimizer (the learner's), RNG states, data position, queued groups.
