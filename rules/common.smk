@@ -150,6 +150,25 @@ def rl_config(name):
     return {**config["rl"], **MODELS[name].get("rl", {})}
 
 
+_PLANNED = set()
+
+
+def rl_train_settings(wildcards):
+    """rl_train's rl settings, once the model's memory plan fits (multi-node GPU
+    layouts only; tmax.rl.plan): a layout that cannot fit stops the workflow here, when
+    the DAG is built, instead of failing on its nodes. Only a check: the value (and so
+    rl_train's params) is rl_config's, unchanged."""
+    from tmax.rl.plan import PlanError, check_config
+
+    if wildcards.model not in _PLANNED:
+        try:
+            check_config(config, [wildcards.model])
+        except PlanError as error:
+            raise WorkflowError(str(error)) from None
+        _PLANNED.add(wildcards.model)
+    return rl_config(wildcards.model)
+
+
 def training_job(name):
     """Nodes and Slurm tasks of a model's training job: training ranks' nodes (one task
     each, or rl.ranks_per_node) and engine servers' nodes (one task each, or

@@ -51,7 +51,7 @@ rule rl_train:
         nodes=lambda wildcards: training_job(wildcards.model)["nodes"],
         tasks=lambda wildcards: training_job(wildcards.model)["tasks"],
     params:
-        rl=lambda wildcards: rl_config(wildcards.model),
+        rl=rl_train_settings,
         heldout_fraction=EVALUATION["heldout_fraction"],
         seed=config["seed"],
         backend=config["sandbox"]["backend"],

@@ -13,11 +13,13 @@ Examples::
         --model my-model --runs 3 --jobs-dir jobs/
     tmax eval metrics jobs/2026-01-05__12-00-00 --json metrics.json
     tmax report tables --jobs jobs/2026-01-05__12-00-00 --out tables/
+    tmax plan --configfile configs/paper.yaml --model qwen3.5-9b
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -196,6 +198,58 @@ def _report_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merged_config(paths: Sequence[Path]) -> dict:
+    """config.yaml with each ``--configfile`` merged over it, key by key, as Snakemake
+    merges them (lists replace), then validated."""
+    import yaml
+
+    from tmax.config import validate_config
+
+    def merge(base: dict, update: dict) -> dict:
+        for key, value in update.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                merge(base[key], value)
+            else:
+                base[key] = value
+        return base
+
+    merged: dict = {}
+    base = Path("config.yaml")
+    if not base.is_file():  # run outside the repository: the one beside the package
+        base = Path(__file__).resolve().parents[2] / "config.yaml"
+    for path in [base, *paths]:
+        if not path.is_file():
+            raise ConfigError([f"file not found: {path}"], str(path))
+        merge(merged, yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return validate_config(merged, " + ".join(str(p) for p in paths) or "config.yaml")
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """The memory plan of each trained model's layout (tmax.rl.plan); 1 when one does not fit."""
+    import json
+
+    from tmax.rl.plan import format_plan, plan_config
+
+    config = _merged_config(args.configfile or [Path("configs/paper.yaml")])
+    # DeepSpeed logs to stdout when imported; keep stdout for the plan (e.g. --json).
+    with contextlib.redirect_stdout(sys.stderr):
+        plans, skipped = plan_config(config, args.model or None)
+    problems = [line for plan in plans for line in plan.problems()]
+    if args.json:
+        print(json.dumps({"plans": [p.as_dict() for p in plans], "skipped": skipped,
+                          "problems": problems}, indent=2))  # fmt: skip
+    else:
+        for plan in plans:
+            print(format_plan(plan) + "\n")
+        for line in skipped:
+            print(f"skipped {line}")
+    for line in [w for plan in plans for w in plan.warnings()]:
+        print(f"tmax plan: warning: {line}", file=sys.stderr)
+    for line in problems:
+        print(f"tmax plan: does not fit: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tmax", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"tmax {__version__}")
@@ -299,6 +353,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip-bad", action="store_true", help="skip unreadable trials (logged) instead of failing"
     )
     tables.set_defaults(func=_report_tables)
+
+    plan = stages.add_parser("plan", help="GPU and host memory plan of each RL layout")
+    plan.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        help="merged over config.yaml like Snakemake's (default configs/paper.yaml)",
+    )
+    plan.add_argument("--model", action="append", help="only this model (repeatable)")
+    plan.add_argument("--json", action="store_true", help="the plans as JSON")
+    plan.set_defaults(func=_plan)
     return parser
 
 

@@ -12,7 +12,7 @@ must call it, in the same order) and a plain local computation otherwise.
 Two groups. The training group (the default one, NCCL on GPUs) carries the learner's
 collectives, which take seconds, under ``rl.collective_timeout_sec``. Waiting for rank 0
 is different: while it collects a step's episodes (minutes to hours at paper scale),
-pushes weights or drains the generator before a checkpoint, the other ranks wait. They
+or pushes weights (waiting for the groups being generated), the other ranks wait. They
 wait on the control group (:func:`control_group`: gloo, CPU, no NCCL watchdog) under
 ``rl.step_timeout_sec``, the longest a step may take. Functions that take ``group`` run
 on it when given one.

@@ -91,7 +91,7 @@ class RLSettings:
     batches, e.g. 8 × 32 episodes in flight for the paper's 8 prompts × 32 samples."""
     step_timeout_sec: float = 21600.0
     """How long the other ranks wait for rank 0's next order (collecting a step's
-    groups, pushing weights, draining the generator before a checkpoint) before the job
+    groups, pushing weights once the groups being generated let it) before the job
     fails: above the longest step. They wait on the control group, not under the
     training group's (NCCL) watchdog."""
     stop_grace_sec: float = 60.0
