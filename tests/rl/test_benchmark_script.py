@@ -16,8 +16,8 @@ from tmax.models.tiny import ensure_tiny_model
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rl.py"
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rl_benchmark", SCRIPT)
+def load_script(path: Path = SCRIPT) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_benchmark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -48,3 +48,19 @@ def test_the_vllm_throughput_figure_is_printed(
     bench.vllm_vs_transformers(model_dir, 1, new_tokens=4, threads=2, running=vllm_pair)
     printed = capsys.readouterr().out
     assert "vLLM, 2 server(s)" in printed and "x TransformersEngine" in printed
+
+
+def test_the_packing_figures_are_printed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = load_script(SCRIPT.parent / "packing.py")
+    # Padding never takes fewer slots than packing; both hold every token.
+    sizes = [100, 900, 50, 400]
+    padded, packed = bench.padded(sizes, 1000), bench.packed(sizes, 1000)
+    assert packed[0] == sum(sizes) <= padded[0] and packed[1] == 2
+    monkeypatch.setattr("sys.argv", ["packing.py", "--budget", "4096", "--episodes", "32",
+                                     "--ranks", "4"])  # fmt: skip
+    bench.main()
+    printed = capsys.readouterr().out
+    for kind in ("lognormal-4k", "lognormal-12k", "bimodal"):
+        assert kind in printed
