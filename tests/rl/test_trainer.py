@@ -507,3 +507,58 @@ def test_failed_episodes_are_counted_and_a_step_of_only_failures_stops_the_run(
         RuntimeError, match=r"every one of the 16 episodes drawn failed.*control shell died"
     ):
         trainer.train()
+
+
+class PushFailsEngine(TransformersEngine):
+    """Its weight push fails at one version, as when an engine server dies."""
+
+    def __init__(self, model: torch.nn.Module, fail_at: int) -> None:
+        super().__init__(model)
+        self.fail_at = fail_at
+
+    def update_weights(self, weights: dict[str, torch.Tensor], version: int) -> None:
+        if version == self.fail_at:
+            raise RuntimeError("engine server 1 (node-3:8000) stopped: connection refused")
+        super().update_weights(weights, version)
+
+
+class GenerationFailsEnv(ScriptedEnv):
+    """Generation itself fails from one data position on (every engine server gone)."""
+
+    def __init__(self, rewards: dict[str, list[float]], fail_from: int) -> None:
+        super().__init__(rewards)
+        self.fail_from = fail_from
+
+    def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
+        if seed >= self.fail_from:  # seed = the data position (the run's seed is 0)
+            raise RuntimeError("every engine server is gone")
+        return super().sample_group(task, engine, group_size, seed)
+
+
+@pytest.mark.parametrize("fault", ["push", "generation"])
+@pytest.mark.parametrize("async_steps", [0, 1])
+def test_an_engine_failure_checkpoints_before_the_run_stops(
+    tmp_path: Path, fault: str, async_steps: int
+) -> None:
+    """A failed weight push (the update is kept) or failed generation stops the run
+    with a checkpoint of the last step, so the resubmitted job loses no step."""
+    rewards = {"mixed": [0.0, 1.0, 1.0, 0.0]}
+    settings = {"group_size": 4, "prompts_per_step": 1, "steps": 6, "async_steps": async_steps}
+    model = tiny_model()
+    if fault == "push":
+        env: ScriptedEnv = ScriptedEnv(rewards)
+        engine: TransformersEngine = PushFailsEngine(model, fail_at=3)
+    else:
+        env, engine = GenerationFailsEnv(rewards, fail_from=3), TransformersEngine(model)
+    trainer = Trainer(env, engine, LocalLearner(model, lr=3e-2), RLSettings(**settings),
+                      tmp_path)  # type: ignore[arg-type]  # fmt: skip
+    message = "stopped at step 3 .*connection refused" if fault == "push" else "engine server"
+    with pytest.raises(RuntimeError, match=message):
+        trainer.train()
+    # Async generation runs ahead, so it may fail while an earlier step is collected.
+    assert trainer.state.step in ({3} if fault == "push" or not async_steps else {2, 3})
+    latest = trainer.latest_checkpoint()
+    assert latest is not None and latest.name == f"step-{trainer.state.step:06d}"
+    resumed = make_trainer(tmp_path, ScriptedEnv(rewards), **settings)  # type: ignore[arg-type]
+    assert resumed.train().step == 6
+    assert [m["step"] for m in curve(tmp_path)] == [1, 2, 3, 4, 5, 6]

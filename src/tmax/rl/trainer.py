@@ -429,6 +429,9 @@ class Trainer:
         self.state = TrainerState()
         self.stop_requested = False
         self._sigterm_at: float | None = None
+        self.failure: BaseException | None = None
+        """Rank 0: what stopped the run other than SIGTERM (generation failed, a weight
+        push failed): the run checkpoints first, then raises it."""
         self.engine_lock = VersionLock()
         self.snapshot_steps = frozenset(snapshot_steps)
         self.snapshot = snapshot
@@ -498,6 +501,11 @@ class Trainer:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, previous)
         self.stop_requested = stop
+        if self.failure is not None:
+            raise RuntimeError(
+                f"stopped at step {self.state.step} (checkpoint saved; a resumed run starts "
+                f"fresh engines from it): {self.failure}"
+            ) from self.failure
         if stop:
             log.warning("stopped by SIGTERM at step %d; checkpoint saved", self.state.step)
         return self.state
@@ -522,9 +530,14 @@ class Trainer:
             rounds += 1
             try:
                 group = producer.next_group(lambda: self.stop_requested)
-            except (StopRequested, EpisodeCancelled):
-                # SIGTERM while collecting: no step; what was drawn is queued again
-                # and saved with the checkpoint, the groups in flight are not waited for.
+            except Exception as error:
+                # SIGTERM while collecting, or generation failed (every engine server
+                # gone, a bug): no step; what was drawn is queued again and saved with
+                # the checkpoint, the groups in flight are not waited for.
+                if not isinstance(error, StopRequested | EpisodeCancelled):
+                    self.failure = error
+                    log.error("step %d: generating groups failed (%s); checkpointing and "
+                              "stopping", self.state.step + 1, error)  # fmt: skip
                 producer.give_back(collected)
                 nothing = StepOrder(False, [], [], snapshot=False, checkpoint=False, stop=True)
                 return [nothing] * self.world_size, {}
@@ -620,7 +633,14 @@ class Trainer:
                 # (the resumed run pushes the checkpoint's weights first).
                 with self.engine_lock.exclusive(lambda: self.stop_requested) as alone:
                     if alone and not self.stop_requested:
-                        self.engine.update_weights(weights, self.state.policy_version)
+                        try:
+                            self.engine.update_weights(weights, self.state.policy_version)
+                        except Exception as error:  # e.g. an engine server died
+                            # The update is done: keep it. Every rank checkpoints this
+                            # step and stops; a resumed run pushes it to fresh engines.
+                            log.error("step %d: weight push failed (%s); checkpointing and "
+                                      "stopping", self.state.step, error)  # fmt: skip
+                            self.failure, self.stop_requested = error, True
         update["policy_version"] = self.state.policy_version
         update["step_time_sec"] = time.monotonic() - self._started if self.is_main else 0.0
         if order.snapshot:
