@@ -150,23 +150,25 @@ def rl_config(name):
     return {**config["rl"], **MODELS[name].get("rl", {})}
 
 
-_PLANNED = set()
+_PLAN_GATES = {}
 
 
-def rl_train_settings(wildcards):
-    """rl_train's rl settings, once the model's memory plan fits (multi-node GPU
-    layouts only; tmax.rl.plan): a layout that cannot fit stops the workflow here, when
-    the DAG is built, instead of failing on its nodes. Only a check: the value (and so
-    rl_train's params) is rl_config's, unchanged."""
-    from tmax.rl.plan import PlanError, check_config
+def rl_plan_gate(wildcards):
+    """rl_train's extra input when its model's memory plan does not fit: the rl_plan
+    job, which fails naming the knob, so that model stops before its training job asks
+    Slurm for nodes while the others go on (--keep-going). Nothing when the plan fits,
+    is off (hardware.plan_check) or does not apply (not a multi-node GPU layout), so a
+    training run's inputs, and Snakemake's rerun decisions, stay as they were."""
+    name = wildcards.model
+    if name not in _PLAN_GATES:
+        from tmax.rl.plan import PlanError, check_config
 
-    if wildcards.model not in _PLANNED:
         try:
-            check_config(config, [wildcards.model])
-        except PlanError as error:
-            raise WorkflowError(str(error)) from None
-        _PLANNED.add(wildcards.model)
-    return rl_config(wildcards.model)
+            check_config(config, [name])
+            _PLAN_GATES[name] = []
+        except PlanError:
+            _PLAN_GATES[name] = [f"results/rl/{name}/plan.json"]
+    return _PLAN_GATES[name]
 
 
 def training_job(name):

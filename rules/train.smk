@@ -30,11 +30,31 @@ rule sft_warmup:
         "../scripts/sft_warmup.py"
 
 
+rule rl_plan:
+    """The memory plan of a model's layout (tmax.rl.plan), on the submitting machine.
+    rl_train needs it only when the plan does not fit (rl_plan_gate): then this job
+    fails, naming the knob, before the training job asks Slurm for nodes."""
+    output:
+        "results/rl/{model}/plan.json",
+    log:
+        "results/logs/rl/{model}/plan.log",
+    localrule: True
+    conda:
+        "../envs/evaluate.yaml"
+    params:
+        model=lambda wildcards: MODELS[wildcards.model],
+        rl=lambda wildcards: rl_config(wildcards.model),
+        hardware=config.get("hardware", {}),
+    script:
+        "../scripts/rl_plan.py"
+
+
 rule rl_train:
     input:
         unpack(training_task_source),
         model=rl_start_model,
         toolbox="results/images/toolbox.json",
+        plan=rl_plan_gate,
     output:
         # Servable weights every rl.select_every steps and at the last step.
         snapshots=directory("results/rl/{model}/snapshots"),
@@ -51,7 +71,7 @@ rule rl_train:
         nodes=lambda wildcards: training_job(wildcards.model)["nodes"],
         tasks=lambda wildcards: training_job(wildcards.model)["tasks"],
     params:
-        rl=rl_train_settings,
+        rl=lambda wildcards: rl_config(wildcards.model),
         heldout_fraction=EVALUATION["heldout_fraction"],
         seed=config["seed"],
         backend=config["sandbox"]["backend"],

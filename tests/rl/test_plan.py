@@ -190,7 +190,10 @@ def test_the_cpu_default_and_test_configs_are_not_planned() -> None:
 
 
 @pytest.mark.slow
-def test_the_dag_stops_a_layout_that_cannot_fit(tmp_path) -> None:
+def test_a_layout_that_cannot_fit_fails_before_its_training_job(tmp_path) -> None:
+    """The workflow: a model whose plan does not fit gets the rl_plan job in front of
+    its rl_train, and that job fails naming the knob (the other models' jobs are not
+    touched: a plan that fits adds nothing to rl_train)."""
     for name in ["Snakefile", "config.yaml", "configs", "rules", "scripts", "envs", "src"]:
         source = ROOT / name
         copy = shutil.copytree if source.is_dir() else shutil.copy2
@@ -199,16 +202,29 @@ def test_the_dag_stops_a_layout_that_cannot_fit(tmp_path) -> None:
     config["models"] = [
         {"name": "big", "path": "Qwen/Qwen3.6-27B",
          "rl": {"engine": "vllm", "training_nodes": 1, "inference_nodes": 1,
-                "gradient_checkpointing": False}}
+                "gradient_checkpointing": False}},
+        {"name": "small", "path": "Qwen/Qwen3.5-2B",
+         "rl": {"engine": "vllm", "training_nodes": 1, "inference_nodes": 1}},
     ]  # fmt: skip
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    command = [sys.executable, "-m", "snakemake", "-n", "--cores", "1",
-               "results/rl/big/curve.json"]  # fmt: skip
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    text = result.stdout + result.stderr
-    assert result.returncode != 0, text[-3000:]
-    assert "big: training GPU" in text and "'rl.gradient_checkpointing'" in text
+
+    def snakemake(*targets: str, dry: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "snakemake", "--cores", "1", *(["-n"] if dry else []),
+                   *targets]  # fmt: skip
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+
+    dry = snakemake("results/rl/big/curve.json", "results/rl/small/curve.json")
+    assert dry.returncode == 0, (dry.stdout + dry.stderr)[-3000:]
+    assert "rl_plan" in dry.stdout and "results/rl/big/plan.json" in dry.stdout
+    assert "results/rl/small/plan.json" not in dry.stdout
+    run = snakemake("results/rl/big/plan.json", dry=False)
+    text = run.stdout + run.stderr
+    assert run.returncode != 0, text[-3000:]
+    log = (tmp_path / "results/logs/rl/big/plan.log").read_text()
+    assert "big: training GPU" in log and "'rl.gradient_checkpointing'" in log
+    assert not (tmp_path / "results/rl/big/plan.json").exists()
     config["hardware"] = {"plan_check": False}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    dry = snakemake("results/rl/big/curve.json")
+    assert dry.returncode == 0 and "rl_plan" not in dry.stdout, (dry.stdout + dry.stderr)[-3000:]

@@ -26,6 +26,7 @@ it is not part of ``rl``, so changing it never reruns ``rl_train``.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -37,6 +38,8 @@ from typing import Any
 import yaml
 
 GIB = 2**30
+
+log = logging.getLogger("tmax.rl.plan")
 
 ARCHITECTURE_FIELDS = (
     "model_type",
@@ -243,6 +246,7 @@ class ParameterCounts:
     head: int  # the LM head's weight (the embedding's when tied)
 
 
+@cache  # the ablation models share one architecture: build it once
 def parameter_counts(architecture: Architecture) -> ParameterCounts:
     """Exact counts from the model transformers builds (on the meta device: no memory).
     ``largest_layer`` follows DeepSpeed's ``model_to_params``: the most parameters one
@@ -758,6 +762,33 @@ def check_config(config: Mapping[str, Any], models: list[str] | None = None) -> 
             "skips this check):\n  " + "\n  ".join(problems)
         )
     return plans
+
+
+def write_plan(
+    model: Mapping[str, Any],
+    rl: Mapping[str, Any],
+    hardware: Mapping[str, Any] | None,
+    output: Path,
+) -> ModelPlan | None:
+    """The workflow's ``rl_plan`` job: one model's plan (``rl``: its resolved rl
+    section) written to ``output`` as JSON, or why it was not planned (not a multi-node
+    GPU layout, an architecture unknown here). Raises :class:`PlanError` instead, with
+    nothing written, when the plan does not fit and ``hardware.plan_check`` is on."""
+    from tmax.io import write_json
+
+    config = {"models": [dict(model)], "rl": dict(rl), "hardware": dict(hardware or {})}
+    plans, skipped = plan_config(config, [model["name"]], gpu_only=True)
+    for plan in plans:
+        log.info("%s", format_plan(plan))
+        for line in plan.warnings():
+            log.warning("%s", line)
+    try:
+        check_config(config, [model["name"]])
+    except PlanError as error:
+        log.error("%s", error)
+        raise
+    write_json(output, {"plans": [p.as_dict() for p in plans], "skipped": skipped})
+    return plans[0] if plans else None
 
 
 def format_plan(plan: ModelPlan) -> str:
