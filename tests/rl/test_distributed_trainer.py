@@ -124,6 +124,33 @@ def run_sigterm_worker(out: Path) -> None:
     }))  # fmt: skip
 
 
+def run_push_failure_worker(out: Path) -> None:
+    """Rank 0's weight push fails at the second step (an engine server died): every
+    rank checkpoints that step and stops; fresh trainers resume to the end."""
+    from tests.rl.test_trainer import PushFailsEngine
+    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+
+    where = init_distributed(timeout_s=30.0)
+    main = where.rank == 0
+    recipe = replace(settings(4), checkpoint_every=100)
+
+    def trainer(engine: object) -> Trainer:
+        learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False, eps=EPS)
+        env = target_env() if main else None
+        return Trainer(env, engine, learner, recipe, out / "run")  # type: ignore[arg-type]
+
+    first = trainer(PushFailsEngine(tiny_model(), fail_at=2) if main else None)
+    error = ""
+    try:
+        stopped = first.train().step
+    except RuntimeError as failure:
+        error, stopped = str(failure), first.state.step
+    final = trainer(TransformersEngine(tiny_model()) if main else None).train()
+    (out / f"rank{where.rank}.json").write_text(
+        json.dumps({"stopped_at": stopped, "error": error, "steps": final.step})
+    )
+
+
 def run_worker(out: Path) -> None:
     """One rank: 3 steps (checkpoints at 2 and 3), then a fresh trainer resumes to 4."""
     torch.set_num_threads(1)
@@ -137,6 +164,9 @@ def run_worker(out: Path) -> None:
         return
     if (out / "sigterm").exists():
         run_sigterm_worker(out)
+        return
+    if (out / "push_failure").exists():
+        run_push_failure_worker(out)
         return
     where = init_distributed()
     main = where.rank == 0
@@ -223,6 +253,21 @@ def test_sigterm_with_groups_in_flight_checkpoints_every_rank_and_the_resume_fin
     assert [r["steps"] for r in ranks] == [6, 6]
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
+def test_a_failed_weight_push_checkpoints_every_rank_before_the_run_stops(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "push_failure").touch()
+    run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+    assert [r["stopped_at"] for r in ranks] == [2, 2]  # the failed push's step was kept
+    assert "engine server 1" in ranks[0]["error"] and not ranks[1]["error"]
+    assert [r["steps"] for r in ranks] == [4, 4]
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [1, 2, 3, 4]
 
 
 def test_shards_balance_tokens_and_keep_every_episode() -> None:
