@@ -754,14 +754,20 @@ def check_config(config: Mapping[str, Any], models: list[str] | None = None) -> 
     """Plan every trained model (or those named) on a multi-node GPU layout; raise
     :class:`PlanError` naming each model, what does not fit and the knob, when any does
     not fit and ``hardware.plan_check`` is on (the default)."""
+    if not (config.get("hardware") or {}).get("plan_check", True):
+        return []
     plans, _ = plan_config(config, models, gpu_only=True)
+    _raise_if_unfit(plans)
+    return plans
+
+
+def _raise_if_unfit(plans: list[ModelPlan]) -> None:
     problems = [line for plan in plans for line in plan.problems()]
-    if problems and (config.get("hardware") or {}).get("plan_check", True):
+    if problems:
         raise PlanError(
             "the memory plan does not fit (see `tmax plan`; hardware.plan_check: false "
             "skips this check):\n  " + "\n  ".join(problems)
         )
-    return plans
 
 
 def write_plan(
@@ -782,11 +788,12 @@ def write_plan(
         log.info("%s", format_plan(plan))
         for line in plan.warnings():
             log.warning("%s", line)
-    try:
-        check_config(config, [model["name"]])
-    except PlanError as error:
-        log.error("%s", error)
-        raise
+    if config["hardware"].get("plan_check", True):
+        try:
+            _raise_if_unfit(plans)
+        except PlanError as error:
+            log.error("%s", error)
+            raise
     write_json(output, {"plans": [p.as_dict() for p in plans], "skipped": skipped})
     return plans[0] if plans else None
 

@@ -399,9 +399,6 @@ class GroupProducer:
                 if not self._thread.is_alive():
                     raise RuntimeError("the generator thread ended") from None
 
-    def pending(self) -> list[Group]:
-        return self.snapshot()[1]
-
 
 class Trainer:
     def __init__(
