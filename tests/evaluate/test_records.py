@@ -244,7 +244,7 @@ def test_ours_and_harbors_read_together() -> None:
     ("key", "value", "problem"),
     [
         ("run", -1, "run is -1"),
-        ("failure_kind", "agent", "failure_kind is 'agent'"),
+        ("failure_kind", "sandbox", "failure_kind is 'sandbox'"),
         ("model", "", "model is ''"),
     ],
 )

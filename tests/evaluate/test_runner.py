@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -145,6 +147,42 @@ def test_infrastructure_failures_are_kept_apart_from_wrong_answers(tmp_path: Pat
 
     run = run_summary(results, tmp_path, "m", "fixtures", "tmax", 0)
     assert (run["n_trials"], run["n_infra_failures"], run["accuracy"]) == (3, 2, 0.0)
+
+
+@pytest.mark.parametrize("exhausted", [None, "the agent's processes exhausted processes"])
+def test_a_sandbox_the_agent_broke_is_an_attempt_and_a_dead_host_is_infra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exhausted: str | None
+) -> None:
+    """The control shell dies mid-episode. With the sandbox's cgroup showing the agent
+    used up its memory or processes, the trial is a failed attempt (reward 0, counted);
+    without that evidence it is the host's failure (infra, left out and retried)."""
+
+    def dies_on_first_command(task_dir: Path) -> Sandbox:
+        box = bwrap(task_dir)
+        real_run = box.run
+
+        def run(command: str, timeout: float | None = None) -> Any:
+            assert box._control_pid is not None
+            os.kill(box._control_pid, signal.SIGKILL)  # the sandbox dies under the agent
+            return real_run(command, timeout)
+
+        monkeypatch.setattr(box, "run", run)
+        monkeypatch.setattr(box, "exhausted", lambda: exhausted)
+        return box
+
+    policy = ScriptedModel(lambda messages: bash_call("echo hello"))
+    specs = specs_for(FIXTURE_TASKS, runs=1)[:1]
+    [result] = run_trials(specs, policy, HarnessSettings(), tmp_path, dies_on_first_command)
+    info = result["exception_info"]
+    assert info["exception_type"] == "SandboxDied"
+    [record] = read_job(tmp_path)
+    if exhausted is None:
+        assert info["failure_kind"] == "infra" and result["verifier_result"] is None
+        assert record.is_infra_failure
+    else:
+        assert info["failure_kind"] == "agent" and exhausted in info["exception_message"]
+        assert result["verifier_result"]["rewards"]["reward"] == 0.0
+        assert not record.is_infra_failure and record.reward == 0.0
 
 
 def test_an_unknown_harness_is_recorded_not_raised(tmp_path: Path) -> None:

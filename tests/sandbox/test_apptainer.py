@@ -2,8 +2,10 @@
 
 The fake records every call as a JSON line, keeps instances in a state file and, for
 ``exec instance://NAME``, runs the command under bubblewrap on the host's root with
-the instance's toolbox bound at /opt/tmax: the inside of the "container" is the host,
-but base.py's control protocol runs end to end through the backend.
+the instance's toolbox bound at /opt/tmax, as an unprivileged user (uid 1000, no
+capabilities, in a user namespace: what an unprivileged Apptainer gives): the inside
+of the "container" is the host, but base.py's control protocol, the agent's own
+namespaces included, runs end to end through the backend.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ TOOLS = [
     *("bash", "sh", "cat", "head", "tail", "timeout", "env", "mkdir", "chmod", "rm", "stat"),
     *("date", "tee", "wc", "awk", "sed", "tr", "sleep", "tar", "base64", "printf", "ls", "cp"),
     *("mv", "touch", "id", "pwd", "echo", "true", "false", "grep", "sort", "cut", "dirname"),
+    *("unshare", "nsenter", "setpriv", "mount", "find"),
 ]
 
 FAKE = r"""#!@PYTHON@
@@ -96,7 +99,8 @@ elif args[:1] == ["exec"]:
     os.execvp("bwrap", [
         "bwrap", "--bind", "/", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
         "--ro-bind", instance["toolbox"], "/opt/tmax", "--dev", "/dev", "--proc", "/proc",
-        "--cap-drop", "ALL", "--unshare-all", "--die-with-parent", *command,
+        "--cap-drop", "ALL", "--unshare-all", "--uid", "1000", "--gid", "1000",
+        "--die-with-parent", *command,
     ])
 elif args[:1] == ["build"]:
     output, definition = args[-2:]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tmax.sandbox import verifier_guard
 from tmax.sandbox.toolbox import (
     TOOLBOX_MOUNT,
     build_toolbox,
@@ -208,12 +209,15 @@ def test_image_configuration_is_ignored(toolbox: Path, tmp_path: Path) -> None:
     (etc / "python3.11" / "sitecustomize.py").write_text("print('PWNED')\n")
     result = run_in_empty_root(
         toolbox,
-        'id -un; python3 -c \'import sys; print("py", "sitecustomize" in sys.modules)\'; '
+        "id -un; python3 -c 'import sitecustomize; print(\"py\", sitecustomize.__file__)'; "
         "python3 -c 'import ctypes; ctypes.CDLL(\"libmissing.so.1\")' || echo no-lib",
         extra=["--ro-bind", str(etc), "/etc", "--setenv", "LD_DEBUG", "libs"],
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["root", "py False", "no-lib"]
+    # the toolbox's own sitecustomize (tmax.sandbox.verifier_guard), not the image's
+    assert result.stdout.splitlines() == [
+        "root", "py /opt/tmax/lib/python3.11/sitecustomize.py", "no-lib"
+    ]  # fmt: skip
     assert "ld.so.preload" not in result.stderr
     # a library that is not in the toolbox is looked for in /opt/tmax/lib only: not in
     # the image's /lib and /usr/lib (DF_1_NODEFLIB) nor its /etc/ld.so.cache (redirected)
@@ -324,7 +328,9 @@ def test_tree_layout(toolbox: Path, manifest: dict[str, object]) -> None:
     assert (toolbox / python["stdlib"] / "os.py").is_file()
     assert (toolbox / python["stdlib"] / "lib-dynload").is_dir()
     assert (toolbox / python["site"] / "pytest" / "__init__.py").is_file()
-    assert not (toolbox / python["stdlib"] / "sitecustomize.py").exists()  # → /etc in the image
+    # Debian's sitecustomize (a link to /etc in the image) is dropped; ours is copied
+    guard = Path(verifier_guard.__file__).read_bytes()
+    assert (toolbox / python["stdlib"] / "sitecustomize.py").read_bytes() == guard
     assert not (toolbox / "void").exists()
     assert python["executable"] == os.path.realpath("/usr/bin/python3")
     assert manifest["key"] == toolbox_key()

@@ -56,7 +56,10 @@ MISSING_VERIFIER_RESULT = "MissingVerifierResult"
 #: status of its own; the first recorded exception type stands in for one).
 COMPLETED = "completed"
 
-FAILURE_KINDS = ("infra", None)
+FAILURE_KINDS = ("infra", "agent", None)
+"""``failure_kind`` of our runner's trials: ``infra`` (left out of every metric and
+retried), ``agent`` (the agent broke its own sandbox: an attempt with reward 0, its
+reason in ``exception_info``), or None (the trial ran to its verdict)."""
 
 
 class RecordError(ValueError):
@@ -297,7 +300,7 @@ def _tmax_metadata(path: Path, contexts: list[dict[str, Any]]) -> dict[str, Any]
         raise _fail(
             path,
             f"agent_result.metadata.tmax.failure_kind is {tmax.get('failure_kind')!r}; "
-            "allowed: 'infra' or null",
+            "allowed: 'infra', 'agent' or null",
         )
     _string(path, tmax, "domain", required=False)
     _string(path, tmax, "exit_status", required=False)

@@ -13,7 +13,9 @@ unfinished and is redone on resume. Infrastructure failures (the sandbox would n
 start, the model endpoint kept failing, a bug in a harness) are recorded in
 ``exception_info`` with ``failure_kind: infra`` so the metrics keep them apart from
 wrong answers; whatever the agent did wrong (running out of turns or tokens,
-malformed replies, exhausting memory) is a reward of 0.
+malformed replies, exhausting memory) is a reward of 0. An agent that breaks its own
+sandbox (exhausts its memory or process slots until the control shell dies) scores 0
+too, with ``exception_info`` and ``failure_kind: agent``: an attempt, not infra.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from tmax.harness.base import AgentRun
 from tmax.harness.trajectory import now_iso
 from tmax.io import write_json, write_text
 from tmax.models.client import ChatModel, ModelError
-from tmax.sandbox.base import Sandbox, SandboxError, VerifyResult
+from tmax.sandbox.base import Sandbox, SandboxDied, SandboxError, VerifyResult
 from tmax.tasks import read_task
 
 log = logging.getLogger("tmax.evaluate")
@@ -157,6 +159,15 @@ def run_trial(
                 )
             if agent_run.exit_status == "out_of_memory":
                 verification = VerifyResult(0.0, {"reward": 0.0}, reason=agent_run.detail)
+            elif agent_run.exit_status == "sandbox_died":
+                # The agent cannot reach the control shell, so its sandbox dies of the
+                # agent only by exhaustion; without that evidence it is the host's.
+                exhausted = sandbox.exhausted()
+                died = SandboxDied(f"{agent_run.detail}; {exhausted or 'no exhaustion seen'}")
+                if exhausted is None:
+                    raise died
+                verification = VerifyResult(0.0, {"reward": 0.0}, reason=str(died))
+                exception = _exception_info(died, "agent")
             else:
                 with _Phase(timing, "verifier"):
                     verification = sandbox.verify(spec.task_dir / "tests")
@@ -186,7 +197,7 @@ def run_trial(
             "domain": spec.domain,
             "exit_status": agent_run.exit_status if agent_run else None,
             "exit_detail": agent_run.detail if agent_run else None,
-            "failure_kind": "infra" if exception else None,
+            "failure_kind": exception["failure_kind"] if exception else None,
             "turns": agent_run.turns if agent_run else 0,
             "tool_calls": agent_run.tool_calls if agent_run else 0,
             "format_errors": agent_run.format_errors if agent_run else 0,

@@ -32,6 +32,11 @@ LANGUAGE_FALLBACK = {
 }
 """Axis languages without reference programs, mapped to the nearest one we write."""
 
+PYTEST_VERDICT = ["test_task.py"]
+"""``[metadata] pytest_verdict`` of every generated task: in our sandboxes the reward is
+pytest's exit status on these files, seen by the verifier's own process (no reward file
+that a program under test could write); ``test.sh`` says the same for Harbor."""
+
 TEST_SH = """#!/bin/bash
 # Verifier: reward 1 exactly when every check in test_task.py passes.
 mkdir -p /logs/verifier
@@ -147,7 +152,11 @@ def render_task(spec: TaskSpec, seed: int, family_name: str | None = None) -> Ta
     tests = {"test.sh": _as_file(TEST_SH, True)}
     tests.update({rel: _as_file(content) for rel, content in sorted(draft.tests.items())})
     solution = "#!/bin/bash\nset -euo pipefail\n" + draft.solution.strip() + "\n"
-    metadata: dict[str, Any] = {"generator": GENERATOR_VERSION, "family": family.name}
+    metadata: dict[str, Any] = {
+        "generator": GENERATOR_VERSION,
+        "family": family.name,
+        "pytest_verdict": PYTEST_VERDICT,
+    }
     if draft.keep_agent_processes:
         metadata["keep_agent_processes"] = True
     config = TaskConfig(

@@ -33,6 +33,7 @@ from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.models.client import Completion, ContextLengthExceeded, Message
 from tmax.models.toolcalls import parse_completion
 from tmax.rl.engine import Engine
+from tmax.sandbox.base import SandboxDied
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.tasks import read_task
 
@@ -301,7 +302,8 @@ class Sample:
     response_tokens: int
     """Tokens the policy sampled (the sum of ``loss_mask``)."""
     failure: str = ""
-    """Why the episode failed (``exit_status`` "failed"): the error of its last attempt."""
+    """Why the episode failed: the error of its last attempt (``exit_status`` "failed"),
+    or what the agent exhausted when it broke its own sandbox ("sandbox_died")."""
 
 
 def rollout(
@@ -342,8 +344,17 @@ def rollout(
                 timeout_sec=task.config.get("agent", "timeout_sec"),
             )
             turns, tool_calls = run.turns, run.tool_calls
+            failure = ""
             if run.exit_status == "out_of_memory":
                 reward = 0.0
+            elif run.exit_status == "sandbox_died":
+                # The agent cannot reach the control shell: its sandbox dies of the
+                # agent only by exhaustion (a failed attempt, not played again);
+                # without that evidence it is the host's (EpisodeFailed: played again).
+                exhausted = box.exhausted()
+                if exhausted is None:
+                    raise SandboxDied(f"{run.detail}; no exhaustion seen")
+                reward, failure = 0.0, f"{run.detail}; {exhausted}"
             else:
                 reward = box.verify(task_dir / "tests").reward
     except Exception as error:
@@ -379,6 +390,7 @@ def rollout(
         tool_calls=run.tool_calls,
         turns=run.turns,
         response_tokens=sum(loss_mask),
+        failure=failure[:2000],
     )
 
 

@@ -159,6 +159,7 @@ def stop_instance(name: str, binary: str | None = None) -> bool:
 class ApptainerSandbox(Sandbox):
     backend = "apptainer"
     oom_inside = False  # the host's cgroup tree shows through: OOM counts would be wrong
+    own_user_namespace = True  # unprivileged: the namespaces need a user namespace
 
     def __init__(
         self,

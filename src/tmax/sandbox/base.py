@@ -73,9 +73,13 @@ class Limits:
     network: bool = False
     verifier_timeout_sec: float = 600.0
     keep_agent_processes: bool = False
-    """Leave the agent's processes running during verification. Off by default: a
-    background job could otherwise rewrite the reward file while the tests run. Tasks
-    whose tests talk to a service the agent started set ``keep_agent_processes``."""
+    """Leave the agent's processes running during verification (tasks whose tests talk to
+    a service the agent started). They still cannot touch the verifier's ``/tests`` or
+    ``/logs/verifier``: those are mounts of the verifier's own namespace."""
+    pytest_verdict: tuple[str, ...] = ()
+    """Test files (in ``tests/``) whose pytest exit status *is* the reward, read by the
+    verifier's own process instead of a reward file (``[metadata] pytest_verdict``; our
+    generated tasks set it). Empty: Harbor's ``test.sh`` and reward-file protocol."""
 
     @classmethod
     def from_task(cls, task: Task, **overrides: Any) -> Limits:
@@ -97,9 +101,23 @@ class Limits:
             "network": explicit and config.network_mode != "no-network",
             "verifier_timeout_sec": float(config.get("verifier", "timeout_sec")),
             "keep_agent_processes": bool(meta.get("keep_agent_processes", False)),
+            "pytest_verdict": _pytest_verdict(meta.get("pytest_verdict", [])),
         }
         values.update(overrides)
         return cls(**values)
+
+
+def _pytest_verdict(value: Any) -> tuple[str, ...]:
+    files = [value] if isinstance(value, str) else value
+    if not isinstance(files, list) or not all(
+        isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\.py", name)
+        and ".." not in name.split("/")
+        for name in files
+    ):  # fmt: skip
+        raise ValueError(
+            f"[metadata] pytest_verdict must list test files below tests/, got {value!r}"
+        )
+    return tuple(files)
 
 
 @dataclass(frozen=True)
@@ -143,6 +161,61 @@ def _cgroup_dirs(pid: int, controller: str) -> list[Path]:
         elif controllers == "" and (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
             dirs.append(Path("/sys/fs/cgroup") / path.lstrip("/"))
     return [d for d in dirs if d.is_dir()]
+
+
+CAPABILITIES = [
+    "chown",
+    "dac_override",
+    "dac_read_search",
+    "fowner",
+    "fsetid",
+    "kill",
+    "setgid",
+    "setuid",
+    "setpcap",
+    "linux_immutable",
+    "net_bind_service",
+    "net_broadcast",
+    "net_admin",
+    "net_raw",
+    "ipc_lock",
+    "ipc_owner",
+    "sys_module",
+    "sys_rawio",
+    "sys_chroot",
+    "sys_ptrace",
+    "sys_pacct",
+    "sys_admin",
+    "sys_boot",
+    "sys_nice",
+    "sys_resource",
+    "sys_time",
+    "sys_tty_config",
+    "mknod",
+    "lease",
+    "audit_write",
+    "audit_control",
+    "setfcap",
+    "mac_override",
+    "mac_admin",
+    "syslog",
+    "wake_alarm",
+    "block_suspend",
+    "audit_read",
+    "perfmon",
+    "bpf",
+    "checkpoint_restore",
+]
+"""Linux capability names by number (as setpriv spells them)."""
+
+
+def capability_names(pid: int) -> list[str]:
+    """The capabilities in a host process's bounding set."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            mask = int(line.split()[1], 16)
+            return [name for bit, name in enumerate(CAPABILITIES) if mask >> bit & 1]
+    raise SandboxError(f"/proc/{pid}/status has no CapBnd line")
 
 
 def _freeze(dirs: list[Path], frozen: bool) -> None:
@@ -228,6 +301,9 @@ class Channel:
 # timeouts, the output cap, uploads or the verifier.
 _CONTROL_FUNCTIONS = r"""
 exec 2>&1
+# The image's PATH, as the backend started this shell with it (not /proc/1/environ:
+# bwrap's own PID 1 carries the host's environment).
+__tmax_path=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 export PATH=/opt/tmax/bin LC_ALL=C
 S=/tmp/.tmax-session
 [ -d "$S" ] || { mkdir -p "$S" && chmod 700 "$S"; }
@@ -263,7 +339,8 @@ __tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 wo
   # its (later unlinked) file open without making us wait for it. The session dir
   # is a small tmpfs, so endless output ends in ENOSPC for the writer, not a full disk.
   __n=$((__n + 1)); out="$S/out.$__n"
-  timeout -k 2 "$2" "$__tmax_sh" -c '
+  __tmax_agent_up
+  timeout -k 2 "$2" "${__tmax_enter[@]}" "$__tmax_sh" -c '
     PATH=$1
     read -r __d < /tmp/.tmax-session/cwd; cd "$__d" 2>/dev/null || cd /
     . /tmp/.tmax-session/env 2>/dev/null
@@ -288,10 +365,68 @@ __tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 wo
   printf '\n%s %s %s %s %s\n' "$1" "$rc" "$__size" \
     "$(( (${EPOCHREALTIME/./} - start) / 1000 ))" "$(( __oom - oom0 ))"
 }
-__tmax_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-while IFS= read -r -d '' __kv; do  # the image's PATH, as its init got it
-  case $__kv in PATH=*) __tmax_path=${__kv#PATH=}; break ;; esac
-done < /proc/1/environ 2>/dev/null
+# The agent's session lives in PID and mount namespaces of its own, entered afresh by
+# every command with the agent's capabilities only: it cannot see, signal, ptrace or
+# write to this shell, the verifier or the sandbox's init (kill -9 -1 ends only its own
+# processes). __tmax_agent is the host-side unshare process holding the namespaces; its
+# child is their init, which reaps orphans and ignores signals; when it dies every
+# process in the namespace dies with it.
+__tmax_agent=
+__tmax_drop=(setpriv --inh-caps=-all --bounding-set="$__tmax_caps" --)
+__tmax_init_script='
+if [ "$__tmax_fresh_proc" = 1 ]; then
+  for d in sys sysrq-trigger irq bus fs asound; do
+    [ -e /proc/$d ] && mount -o bind,ro,nosuid,nodev /proc/$d /proc/$d
+  done
+  for d in kcore keys latency_stats timer_list timer_stats sched_debug acpi scsi; do
+    if [ -d /proc/$d ]; then mount -t tmpfs -o ro,size=0 tmpfs /proc/$d
+    elif [ -e /proc/$d ]; then mount --bind /dev/null /proc/$d; fi
+  done
+fi
+printf "ready\n"; exec >/dev/null 2>&1
+exec "$@" /opt/tmax/bin/bash --noprofile --norc -c '"'"'
+  trap "" HUP INT QUIT TERM USR1 USR2 PIPE
+  while :; do /opt/tmax/bin/sleep 86400 & wait $!; done'"'"'
+'
+__tmax_agent_up() {
+  [ -n "$__tmax_agent" ] && [ -e "/proc/$__tmax_agent/ns/pid_for_children" ] && return 0
+  local fd line proc errors=
+  # A /proc of the namespace's own, masked like podman's. Where none may be mounted
+  # (a user namespace under a locked /proc, as in unprivileged Apptainer) the old one
+  # stays: the agent then sees the other processes' numbers but still cannot signal
+  # them (not in its PID namespace) or open their fds or memory (a child user
+  # namespace has no rights over its parent's processes).
+  for proc in --mount-proc ""; do
+    exec {fd}< <(__tmax_fresh_proc=${proc:+1} exec unshare "${__tmax_unshare[@]}" --pid \
+      --mount --fork --kill-child --propagation private $proc -- /opt/tmax/bin/bash \
+      --noprofile --norc -c "$__tmax_init_script" init "${__tmax_drop[@]}" </dev/null 2>&1)
+    __tmax_agent=$!
+    while IFS= read -r -t 30 -u "$fd" line && [ "$line" != ready ]; do
+      errors+="$line; "
+    done
+    exec {fd}<&-
+    [ "$line" = ready ] && break
+  done
+  [ "$line" = ready ] || printf 'tmax: the agent namespace did not start: %s\n' "$errors"
+  __tmax_enter=(nsenter "${__tmax_nsenter[@]}" --target "$__tmax_agent" --mount \
+    "--pid=/proc/$__tmax_agent/ns/pid_for_children" -- "${__tmax_drop[@]}")
+}
+__tmax_agent_stop() {  # end every process of the agent, and wait until they are gone
+  local pid ppid rest i
+  [ -n "$__tmax_agent" ] || return 0
+  for pid in /proc/[0-9]*; do  # the namespace's init: killing it kills all of them
+    pid=${pid#/proc/}
+    read -r _ _ _ ppid rest < "/proc/$pid/stat" 2>/dev/null || continue
+    [ "$ppid" = "$__tmax_agent" ] && kill -9 "$pid" 2>/dev/null
+  done
+  for ((i = 0; i < 1000; i++)); do  # unshare exits once its init (and so all) is gone
+    [ -e "/proc/$__tmax_agent/ns/pid_for_children" ] || break
+    [ $i = 200 ] && kill -9 "$__tmax_agent" 2>/dev/null
+    sleep 0.01
+  done
+  __tmax_agent=
+}
+__tmax_agent_up
 printf '__TMAX_READY__\n'
 """
 
@@ -305,6 +440,9 @@ class Sandbox(ABC):
     backend: ClassVar[str]
     oom_inside: ClassVar[bool] = True
     """Whether the sandbox's own cgroup is visible inside it (for counting OOM kills)."""
+    own_user_namespace: ClassVar[bool] = False
+    """Whether the agent's and the verifier's namespaces need a user namespace of their
+    own (the control shell has no CAP_SYS_ADMIN, as under unprivileged Apptainer)."""
 
     def __init__(
         self,
@@ -329,6 +467,7 @@ class Sandbox(ABC):
         self.reaped = 0
         self._protected: set[int] = set()
         self.died: str | None = None
+        self._exhaustion_baseline = (0, 0)
 
     # --- what a backend implements -------------------------------------------------
 
@@ -348,6 +487,12 @@ class Sandbox(ABC):
     def _anchor_pid(self) -> int | None:
         """Host PID of some process inside the sandbox's cgroup (None: not visible)."""
         return None
+
+    def agent_capabilities(self) -> list[str]:
+        """Capabilities the agent's commands (and the programs the tests run) keep: the
+        ones the backend gives an ordinary container process. The control shell holds
+        more (CAP_SYS_ADMIN for the namespaces) and never lends them."""
+        return []
 
     def _cgroups(self, controller: str) -> list[Path]:
         """The sandbox's cgroup directories for a controller, found once and kept."""
@@ -392,6 +537,20 @@ class Sandbox(ABC):
             except (OSError, ValueError):
                 continue
         return None
+
+    def exhausted(self) -> str | None:
+        """What the sandbox's own processes used up since it started (memory, process
+        slots), from the host's view of its cgroup; None when nothing (or not visible).
+
+        A sandbox that dies with this set died of its agent's doing: the episode is a
+        failed attempt with reward 0, not an infrastructure failure to be retried."""
+        ooms, pid_hits = self._exhaustion_baseline
+        found = []
+        if (self.oom_kills() or 0) > ooms:
+            found.append(f"memory (the OOM killer ran; limit {self.limits.memory_mb} MB)")
+        if (self.pids_limit_hits() or 0) > pid_hits:
+            found.append(f"processes (limit {self.limits.pids})")
+        return f"the agent's processes exhausted {' and '.join(found)}" if found else None
 
     def _pids_nearly_full(self) -> bool:
         for path in self._cgroups("pids"):
@@ -459,8 +618,13 @@ class Sandbox(ABC):
             self._channel = Channel(self._start())
             # Docker creates WORKDIR when it builds; a root file system used directly
             # (bwrap's fast path) may lack it, so the session makes sure it exists.
+            caps = ",".join(["-all", *(f"+{name}" for name in self.agent_capabilities())])
+            userns = self.own_user_namespace
             setup = (
                 f"__tmax_oom_on={int(self.oom_inside)}\n"
+                f"__tmax_caps={caps}\n"
+                f"__tmax_unshare=({'--user --map-current-user' if userns else ''})\n"
+                f"__tmax_nsenter=({'--user --preserve-credentials' if userns else ''})\n"
                 f"mkdir -p -- {shlex.quote(self.workdir)} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
             )
             self._channel.send(setup.encode())
@@ -469,6 +633,7 @@ class Sandbox(ABC):
             self.close()
             raise SandboxError(f"{self.backend} sandbox did not come up: {error!r}") from None
         self._find_control()
+        self._exhaustion_baseline = (self.oom_kills() or 0, self.pids_limit_hits() or 0)
         try:
             for hook in self.on_start:
                 hook(self)
@@ -649,68 +814,114 @@ class Sandbox(ABC):
     # --- the verifier ---------------------------------------------------------------
 
     def verify(self, tests_dir: str | Path, timeout: float | None = None) -> VerifyResult:
-        """Harbor's verifier protocol, hardened.
+        """Harbor's verifier protocol, run so that nothing the agent wrote decides it.
 
-        Stale reward files are deleted and ``/tests`` is replaced by the task's tests
-        (copied in only now, after the agent finished). ``test.sh`` runs under the
-        toolbox's bash with the toolbox first on PATH, so python3 and pytest are ours
-        even if the agent replaced the image's. The reward comes from
-        ``/logs/verifier/reward.json`` (wins) or ``reward.txt``, clamped to [0, 1];
-        a missing or unreadable reward counts as 0, with the reason recorded.
+        The agent's processes are ended first (unless the task keeps them: a service the
+        tests talk to). The tests then run from a fresh process, PID 1 of its own PID
+        and mount namespaces (:mod:`tmax.sandbox.verifier_init`), non-dumpable, with the
+        task's tests on a tmpfs of its own at ``/tests`` and another at
+        ``/logs/verifier``: no agent process can see, signal, ptrace or write any of
+        them. The tests and the programs they run have the agent's capabilities, under
+        the toolbox's bash and Python with the toolbox first on PATH.
+
+        With ``pytest_verdict`` the reward is pytest's exit status as that process saw
+        it (the answer key is hidden from the programs the tests run); otherwise it is
+        Harbor's reward file, read after every process the tests left is killed, and 0
+        when ``test.sh`` was killed or ran out of time. ``reward.json`` counts only when
+        the task's tests name it, so a program that writes one cannot outrank the
+        ``reward.txt`` the tests write.
         """
+        tests_dir = Path(tests_dir)
         timeout = self.limits.verifier_timeout_sec if timeout is None else timeout
         started = time.monotonic()
-        # kill -9 -1 (bash's builtin) ends every process in the sandbox's PID namespace
-        # but init and the control shell itself.
-        stop_agent = "" if self.limits.keep_agent_processes else "kill -9 -1 2>/dev/null; "
-        reset = (
-            f"{stop_agent}rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier; "
+        if not self.limits.keep_agent_processes:
+            self._control("__tmax_agent_stop; printf '\\n%s 0\\n' @MARKER@", 60)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for child in sorted(tests_dir.iterdir()):
+                archive.add(child, arcname=child.name)
+        payload = buffer.getvalue()
+        mode = "pytest" if self.limits.pytest_verdict else "script"
+        json_allowed = int(_names_reward_json(tests_dir))
+        keep = ",".join(str(CAPABILITIES.index(name)) for name in self.agent_capabilities())
+        userns = "--user --map-current-user " if self.own_user_namespace else ""
+        delimiter = f"__TMAX_VERIFIER_{uuid.uuid4().hex}__"
+        files = " ".join(shlex.quote(name) for name in self.limits.pytest_verdict)
+        script = (
+            f"__tmax_v=$(cat <<'{delimiter}'\n{_verifier_init()}\n{delimiter}\n)\n"
+            f"head -c {len(payload)} | timeout -k 5 {math.ceil(timeout) + 30} unshare "
+            f"{userns}--pid --mount --fork --kill-child --propagation private -- "
+            f'{TOOLBOX}/bin/python3 -I -c "$__tmax_v" {mode} {math.ceil(timeout)} '
+            f"{json_allowed} {keep or '-'} {shlex.quote(self.workdir)} {len(payload)} "
+            f"{files} 2>&1; "
             "printf '\\n%s %s\\n' @MARKER@ $?"
         )
-        out, fields = self._control(reset, 60)
-        if fields[0] != "0":
-            return VerifyResult(
-                0.0, reason=f"could not reset /tests: {out.decode(errors='replace')}"
-            )
-        self.upload(tests_dir, "/tests")
-        # Without an ini file of the tests' own, pytest would look for one in / and
-        # take the agent's (addopts, pythonpath, plugins): stop the search in /tests.
-        script = (
-            "chmod -R a+rX /tests; cd /tests; "
-            "[ -e pytest.ini ] || [ -e pyproject.toml ] || [ -e tox.ini ] || [ -e setup.cfg ] "
-            "|| printf '[pytest]\\n' > pytest.ini; "
-            f"timeout -k 5 {math.ceil(timeout)} env -i PATH={VERIFIER_PATH} HOME=/root "
-            f"LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 "
-            f"OPENSSL_CONF=/opt/tmax/no-openssl.cnf /opt/tmax/bin/bash /tests/test.sh "
-            f"> /logs/verifier/test-stdout.txt 2>&1 </dev/null; rc=$?; "
-            "for f in reward.json reward.txt; do "
-            "if [ -f /logs/verifier/$f ]; then printf '__TMAX_FILE__ %s ' $f; "
-            "head -c 4096 /logs/verifier/$f | base64 -w0; printf '\\n'; fi; done; "
-            "printf '__TMAX_LOG__ '; tail -c 20000 /logs/verifier/test-stdout.txt | base64 -w0; "
-            "printf '\\n%s %s\\n' @MARKER@ $rc"
-        )
         try:
-            out, fields = self._control(script, timeout + 10)
+            out, fields = self._control(script, timeout + 40, payload)
         except SandboxDied as error:
-            return VerifyResult(0.0, reason=f"verifier: {error}")
-        files, test_output = _parse_verifier_output(out.decode(errors="replace"))
-        rc = int(fields[0])
-        result = reward_from_files(files)
-        reason = result.reason
-        if rc in (124, 137) and reason:
-            reason = f"verifier timed out after {timeout:.0f}s; {reason}"
+            exhausted = self.exhausted()
+            if exhausted is None:
+                raise  # not the tests' doing: an infrastructure failure
+            return VerifyResult(0.0, reason=f"verifier: {error}; {exhausted}")
+        text = out.decode(errors="replace")
+        files_found, test_output, status = _parse_verifier_output(text)
+        elapsed = time.monotonic() - started
+        if status is None:
+            log.error("%s: the verifier did not finish: %s", self.sandbox_id, text[-2000:])
+            return VerifyResult(
+                0.0, reason=f"the verifier did not finish (status {fields[0]}): {text[-500:]}",
+                output=test_output, duration_sec=elapsed,
+            )  # fmt: skip
+        code, signal_number, timed_out = status
+        if timed_out:
+            reason = f"verifier timed out after {timeout:.0f}s"
+            return VerifyResult(0.0, reason=reason, output=test_output, duration_sec=elapsed)
+        if signal_number:
+            what = "pytest" if mode == "pytest" else "test.sh"
+            reason = f"{what} was killed by signal {signal_number}"
+            return VerifyResult(0.0, reason=reason, output=test_output, duration_sec=elapsed)
+        if mode == "pytest":
+            passed = code == 0
+            return VerifyResult(
+                float(passed), {"reward": float(passed)},
+                reason=None if passed else f"pytest exit status {code}",
+                output=test_output, duration_sec=elapsed,
+            )  # fmt: skip
+        result = reward_from_files(files_found)
         return VerifyResult(
             reward=result.reward,
             rewards=result.rewards,
-            reason=reason,
+            reason=result.reason,
             output=test_output,
-            duration_sec=time.monotonic() - started,
+            duration_sec=elapsed,
         )
 
 
-def _parse_verifier_output(text: str) -> tuple[dict[str, str], str]:
+def _verifier_init() -> str:
+    """The verifier's first process (its source, sent over the control channel)."""
+    return (Path(__file__).with_name("verifier_init.py")).read_text()
+
+
+def _names_reward_json(tests_dir: Path) -> bool:
+    """Whether any of the task's test files mentions ``reward.json`` (only then may the
+    verifier's reward.json outrank its reward.txt)."""
+    for path in tests_dir.rglob("*"):
+        try:
+            if path.is_file() and b"reward.json" in path.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _parse_verifier_output(
+    text: str,
+) -> tuple[dict[str, str], str, tuple[int, int, bool] | None]:
+    """Reward files, the test log and (exit code, signal, timed out) from the verifier's
+    first process; the status is None when it did not get that far."""
     files: dict[str, str] = {}
     log_text = ""
+    status = None
     for line in text.splitlines():
         if line.startswith("__TMAX_FILE__ "):
             _, name, *encoded = line.split(" ")
@@ -718,7 +929,10 @@ def _parse_verifier_output(text: str) -> tuple[dict[str, str], str]:
         elif line.startswith("__TMAX_LOG__ "):
             encoded_log = line.removeprefix("__TMAX_LOG__ ")
             log_text = base64.b64decode(encoded_log).decode("utf-8", errors="replace")
-    return files, log_text
+        elif line.startswith("__TMAX_STATUS__ "):
+            code, signal_number, timed_out = line.split()[1:4]
+            status = (int(code), int(signal_number), timed_out == "1")
+    return files, log_text, status
 
 
 def _clamp(value: float) -> float:

@@ -7,8 +7,10 @@ mount namespace (``unshare -m``): it vanishes with the sandbox even after a cras
 bwrap 0.8 has no overlay options of its own, hence the kernel mount.
 
 As root bwrap keeps every host capability unless told otherwise, so ``--cap-drop
-ALL`` is always passed. Memory, CPU and PID limits come from a cgroup per sandbox
-(v1 or v2), joined before bwrap starts.
+ALL`` is always passed, then the capabilities a podman container's root has (for the
+agent's commands and the tests) plus CAP_SYS_ADMIN for the control shell alone, all
+inside bwrap's user namespace, which maps only root. Memory, CPU and PID limits come
+from a cgroup per sandbox (v1 or v2), joined before bwrap starts.
 """
 
 from __future__ import annotations
@@ -125,6 +127,15 @@ class Cgroup:
                 log.warning("could not remove cgroup %s: %s", path, error)
 
 
+AGENT_CAPABILITIES = ("chown", "dac_override", "fowner", "fsetid", "kill", "net_bind_service",
+                      "setfcap", "setgid", "setpcap", "setuid", "sys_chroot")  # fmt: skip
+"""What a root process of a podman (or Docker) container holds by default, and so what
+the agent's commands and the tests hold here too (inside bwrap's user namespace)."""
+CONTROL_CAPABILITIES = ("sys_admin", "sys_chroot", "setpcap")
+"""The control shell's own on top: it builds the agent's and the verifier's PID and
+mount namespaces, and lends none of these to them."""
+
+
 class BwrapSandbox(Sandbox):
     backend = "bwrap"
 
@@ -164,6 +175,8 @@ class BwrapSandbox(Sandbox):
             "--chdir", "/",
             "--clearenv",
         ]  # fmt: skip
+        for name in sorted({*AGENT_CAPABILITIES, *CONTROL_CAPABILITIES}):
+            args += ["--cap-add", f"CAP_{name.upper()}"]
         if self.limits.network:
             args.append("--share-net")
         for key, value in {"HOME": "/root", **self.env}.items():
@@ -209,6 +222,9 @@ class BwrapSandbox(Sandbox):
 
     def _anchor_pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
+
+    def agent_capabilities(self) -> list[str]:
+        return list(AGENT_CAPABILITIES)
 
     def _stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

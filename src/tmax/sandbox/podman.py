@@ -25,6 +25,7 @@ from tmax.sandbox.base import (
     Limits,
     Sandbox,
     SandboxError,
+    capability_names,
 )
 
 log = logging.getLogger("tmax.sandbox.podman")
@@ -92,6 +93,10 @@ class PodmanSandbox(Sandbox):
                 "podman",
                 "exec",
                 "--interactive",
+                # all capabilities for the control shell only: it builds the agent's and
+                # the verifier's namespaces and gives their processes the container's
+                # ordinary set (agent_capabilities)
+                "--privileged",
                 self.container,
                 f"{TOOLBOX}/bin/bash",
                 "--noprofile",
@@ -109,6 +114,13 @@ class PodmanSandbox(Sandbox):
             result = _podman("inspect", "--format", "{{.State.Pid}}", self.container, check=False)
             self._pid = int(result.stdout.strip() or 0) or None
         return self._pid
+
+    def agent_capabilities(self) -> list[str]:
+        """The container's own set (its init's bounding set), as any process of it has."""
+        anchor = self._anchor_pid()
+        if anchor is None:
+            raise SandboxError(f"container {self.container} has no running init")
+        return capability_names(anchor)
 
     def _stop(self) -> None:
         if self.container is not None:

@@ -27,7 +27,7 @@ That guarantee only holds if nothing in the toolbox loads code from the image, s
   interpreter finds them through its own landmark search, without ``PYTHONPATH``;
   symlinks that point out of the standard library (Debian's ``sitecustomize.py`` →
   ``/etc/python3.X/sitecustomize.py``) are dropped, since they would resolve inside
-  the image.
+  the image; the toolbox's ``sitecustomize.py`` is :mod:`tmax.sandbox.verifier_guard`.
 
 Not covered, because the path is compiled in and shorter than any path below
 ``/opt/tmax``: ``/bin/sh`` as started by libc's ``system()``/``popen()``, by Python's
@@ -97,6 +97,9 @@ REQUIRED_TOOLS: tuple[str, ...] = (
     "tar", "gzip", "grep", "sed", "awk", "find", "xargs", "diff", "cmp",
     # the terminal that keystroke harnesses (terminus-2, openhands) drive
     "tmux",
+    # namespaces and capabilities: the agent's session and the verifier each run in
+    # their own PID and mount namespaces, out of reach of the control shell
+    "unshare", "nsenter", "setpriv", "mount",
 )  # fmt: skip
 """Binaries that must be in ``bin/``; a missing one is an error."""
 
@@ -122,6 +125,10 @@ _DEBIAN_PACKAGE = {
     "diff": "diffutils",
     "cmp": "diffutils",
     "tmux": "tmux",
+    "unshare": "util-linux",
+    "nsenter": "util-linux",
+    "setpriv": "util-linux",
+    "mount": "mount",
 }
 """Debian package for each required tool that is not in coreutils (for install/errors)."""
 
@@ -334,6 +341,9 @@ def _add_python(plan: _Plan) -> None:
             plan.links[f"bin/{name}"] = exe.name
     stdlib_rel = f"lib/python{info.xy}"
     _add_tree(plan, info.stdlib, stdlib_rel, _STDLIB_SKIP)
+    # Ours, not the host's: locks the reward directory away from every Python process
+    # a verification starts (tmax.sandbox.verifier_guard).
+    plan.add(f"{stdlib_rel}/sitecustomize.py", Path(__file__).with_name("verifier_guard.py"))
     _add_tree(plan, info.dynload, f"{stdlib_rel}/lib-dynload", frozenset())
     for dist, modules, required in _PYTEST_DISTS:
         found = False

@@ -34,7 +34,7 @@ from tmax.generate.llm.prompts import (
 )
 from tmax.generate.llm.sections import SectionError, Sections, parse_sections
 from tmax.generate.llm.settings import GENERATOR_VERSION, LLMSettings
-from tmax.generate.procedural import TEST_SH, count_commands
+from tmax.generate.procedural import PYTEST_VERDICT, TEST_SH, count_commands
 from tmax.io import write_json
 from tmax.models.client import ContextLengthExceeded
 from tmax.tasks import Task, TaskConfig, TaskFile, TaskFormatError, TaskMeta, write_task
@@ -161,7 +161,11 @@ def assemble(spec: TaskSpec, draft: Draft, generator: dict[str, Any]) -> Task:
         environment[rel] = TaskFile(body.encode(), executable=body.startswith("#!"))
     config = TaskConfig(
         task={"name": f"tmax/{spec.spec_id}", "keywords": [spec.domain, spec.skill_type]},
-        metadata={"generator": GENERATOR_VERSION, "model": generator.get("model", "")},
+        metadata={
+            "generator": GENERATOR_VERSION,
+            "model": generator.get("model", ""),
+            "pytest_verdict": PYTEST_VERDICT,
+        },
         verifier={"timeout_sec": 300.0},
         agent={"timeout_sec": _agent_timeout(spec)},
         environment={"cpus": 1, "memory_mb": 2048, "network_mode": "no-network"},

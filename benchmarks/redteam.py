@@ -1,0 +1,70 @@
+"""The red team: every scripted attack against one generated task of every family and
+against the Terminal-Bench-2- and SWE-bench-shaped fixtures, on bwrap and podman.
+
+Run (as root, after ./setup.sh): .venv/bin/python benchmarks/redteam.py [--quick]
+    [--backend bwrap] [--family NAME ...]
+
+Prints, per attack, how many (task, backend) pairs it was tried on, how many it got a
+reward on (must be 0) and how many it turned into an infrastructure failure (must be
+0), then every such pair. ``--quick`` takes the first family of each domain. Exits 1
+when any attack succeeded. The attacks are in ``tmax.sandbox.redteam``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from tmax.generate.family import FAMILIES
+from tmax.sandbox.redteam import ATTACKS, Outcome, attempt, family_task
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "redteam"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one family per domain")
+    parser.add_argument("--backend", action="append", choices=["bwrap", "podman"])
+    parser.add_argument("--family", action="append", help="only these families")
+    args = parser.parse_args()
+    backends = args.backend or ["bwrap", "podman"]
+    families = [f.name for group in FAMILIES.values() for f in (group[:1] if args.quick else group)]
+    if args.family:
+        families = args.family
+    started = time.monotonic()
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="redteam-") as scratch:
+        tasks = [family_task(name, Path(scratch)) for name in families]
+        tasks += sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+        for backend in backends:
+            for task in tasks:
+                for attack in ATTACKS.values():
+                    outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
+                    outcomes.append(outcome)
+                    if outcome.forged or outcome.infra:
+                        print(f"  ! {backend} {task.name}: {attack.name}: reward "
+                              f"{outcome.reward} infra {outcome.infra}", flush=True)  # fmt: skip
+    by_attack: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        by_attack[outcome.attack].append(outcome)
+    print(f"\n{len(tasks)} tasks ({len(families)} families + {len(tasks) - len(families)} "
+          f"fixtures) x {len(ATTACKS)} attacks x {len(backends)} backends, "
+          f"{time.monotonic() - started:.0f}s\n")  # fmt: skip
+    print("| attack | tried | rewarded | infra |\n|---|---|---|---|")
+    for name in ATTACKS:
+        got = by_attack[name]
+        print(f"| {name} | {len(got)} | {sum(o.forged for o in got)} "
+              f"| {sum(o.infra is not None for o in got)} |")  # fmt: skip
+    forged = sum(o.forged for o in outcomes)
+    infra = sum(o.infra is not None for o in outcomes)
+    print(f"| **all** | {len(outcomes)} | {forged} | {infra} |")
+    return 1 if forged or infra else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The toolbox Python's ``sitecustomize``: lock the verifier's reward directory away from
+every Python process the tests start.
+
+Copied into the toolbox (``lib/python3.X/sitecustomize.py``), so it runs first in each
+toolbox Python process, before any code of the agent's can (a test runner importing
+the agent's modules, or the agent's script). Inside a verification (PID 1 of the PID
+namespace is the verifier's first process, :mod:`tmax.sandbox.verifier_init`), and
+only in processes other than that one, it applies a Landlock ruleset that
+
+* denies creating, writing, truncating, renaming or removing anything below
+  ``/logs/verifier`` (and creating new entries directly in ``/``): ``test.sh``'s own
+  shell still writes the reward there, nothing its Python children start can;
+* denies ptrace of, and (kernel ≥ 6.12) signals to, processes outside the ruleset:
+  ``test.sh`` and the verifier.
+
+The ruleset is inherited by every child and cannot be lifted, so a program the tests
+run, a background job it leaves or a planted ``conftest.py`` cannot race or replace
+the reward file ``test.sh`` writes. Without Landlock (old kernels) nothing happens.
+Standard library only; never raises.
+"""
+
+import contextlib
+import ctypes
+import os
+
+MARKER = "/tests/.tmax-verifier-pidns"
+"""Written by the verifier's first process into its own /tests tmpfs: the identity of
+its PID namespace. Only processes in that namespace are guarded."""
+
+_WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+_MAKE = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
+_REFER, _TRUNCATE = 1 << 13, 1 << 14
+_SCOPE_SIGNAL = 1 << 1
+_CREATE, _ADD_RULE, _RESTRICT = 444, 445, 446  # the same on x86-64 and arm64
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+def _verifying() -> bool:
+    if os.getpid() == 1:
+        return False  # the verifier itself
+    try:
+        with open(MARKER) as handle:
+            return handle.read().strip() == os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _lock() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return
+    handled = _WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE
+    handled |= (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(handled, 0, _SCOPE_SIGNAL if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = libc.syscall(_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return
+    file_rights = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)
+    allowed = [f"/{name}" for name in os.listdir("/") if name != "logs"]
+    allowed += [f"/logs/{name}" for name in os.listdir("/logs") if name != "verifier"]
+    for path in allowed:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            rights = handled if os.path.isdir(path) else file_rights
+            rule = _PathBeneath(rights, fd)
+            libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+        finally:
+            os.close(fd)
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.syscall(_RESTRICT, ruleset, 0)
+    os.close(ruleset)
+
+
+if _verifying():
+    with contextlib.suppress(Exception):  # a guard that cannot apply must not break tests
+        _lock()

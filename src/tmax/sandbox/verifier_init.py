@@ -1,0 +1,303 @@
+"""The verifier's first process: PID 1 of a fresh PID and mount namespace in the sandbox.
+
+Not imported by tmax: the control shell sends this file's text with each verification
+and runs it with the toolbox's Python (``python3 -I -c``), so nothing the agent wrote
+can replace it. Standard library only. It
+
+* makes itself non-dumpable, so no process in the sandbox can ptrace it, read or write
+  its memory or take over its file descriptors (``/proc/<pid>/mem``, ``/proc/<pid>/fd``);
+* mounts its own ``/proc`` (masked like the agent's), a fresh tmpfs on ``/tests`` holding
+  the task's tests (read from stdin as a tar stream) and another on ``/logs/verifier``:
+  neither is visible to the agent's processes, which live in another mount namespace;
+* runs the tests with the agent's capabilities only, in one of two modes:
+
+  ``script``: Harbor's protocol. ``/tests/test.sh`` runs under the toolbox's bash; the
+  reward is read from ``/logs/verifier`` after every process it left behind is killed.
+  A script the agent's code killed or stopped, or that ran out of time, scores 0.
+  ``reward.json`` is read only when the task's tests name it.
+
+  ``pytest``: the verdict is pytest's exit status, seen by this process, and never a
+  file. pytest runs in a non-dumpable child; after collection it makes ``/tests``
+  read-only and drops the capabilities it needed for that, so the programs the tests
+  start run as the agent did, cannot change the tests or their data, cannot reach
+  pytest or this process, and have no file to write that would count. (They can still
+  *read* ``/tests``: the tests read their data files from there and hand some of them
+  to the program. Hiding the expected answers needs tests that keep the two apart.)
+
+* prints the outcome on stdout (the control channel) and exits; the kernel then kills
+  whatever is left in the namespace.
+
+Arguments: mode, timeout seconds, 1/0 (reward.json allowed), the agent's capabilities
+(comma-separated numbers, ``-`` for none), the working directory (the image's, as
+Harbor's ``docker exec`` has it), tar size in bytes, then pytest's test files.
+"""
+
+import base64
+import contextlib
+import ctypes
+import io
+import os
+import signal
+import stat
+import sys
+import tarfile
+import time
+
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REMOUNT = 1, 2, 4, 8, 4096, 32
+MS_REC, MS_PRIVATE = 16384, 1 << 18
+CAP_LAST = 63
+PATH = "/opt/tmax/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ENV = {
+    "PATH": PATH,
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    "OPENSSL_CONF": "/opt/tmax/no-openssl.cnf",
+}
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "asound")
+PROC_MASKED = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug",
+               "acpi", "scsi")  # fmt: skip
+LOG = "/logs/verifier/test-stdout.txt"
+REWARD_FILES = ("reward.json", "reward.txt")
+INI_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+GUARD_MARKER = "/tests/.tmax-verifier-pidns"  # verifier_guard.MARKER
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def mount(source, target, fstype, flags, data=""):
+    _check(
+        libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
+                   ctypes.c_ulong(flags), data.encode() if data else None),
+        f"mount {target}",
+    )  # fmt: skip
+
+
+def read_only(path):
+    mount(path, path, "", MS_BIND | MS_REC)
+    mount(path, path, "", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def mask_proc():
+    for name in PROC_READ_ONLY:
+        if os.path.exists(f"/proc/{name}"):
+            read_only(f"/proc/{name}")
+    for name in PROC_MASKED:
+        path = f"/proc/{name}"
+        if os.path.isdir(path):
+            mount("tmpfs", path, "tmpfs", MS_RDONLY, "size=0")
+        elif os.path.exists(path):
+            mount("/dev/null", path, "", MS_BIND)
+
+
+def real_directory(path):
+    """``path`` as a directory of its own: a symlink or file the agent left there goes."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        os.unlink(path)
+        info = None
+    if info is None:
+        os.mkdir(path, 0o755)
+
+
+def drop_capabilities(keep):
+    """Keep only ``keep`` (the agent's capability numbers): bounding set, then the sets."""
+    keep_bits = set(keep)
+    for bit in range(CAP_LAST + 1):
+        if bit not in keep_bits:
+            libc.prctl(PR_CAPBSET_DROP, bit, 0, 0, 0)  # EINVAL past the kernel's last cap
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]  # fmt: skip
+
+    mask = sum(1 << bit for bit in keep_bits)
+    low, high = mask & 0xFFFFFFFF, mask >> 32
+    data = (Data * 2)(Data(low, low, 0), Data(high, high, 0))
+    _check(libc.capset(ctypes.byref(Header(0x20080522, 0)), data), "capset")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def to_log():
+    fd = os.open(LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.close(null)
+
+
+def enter(workdir):
+    try:
+        os.chdir(workdir)
+    except OSError:
+        os.chdir("/")
+
+
+def run_script(keep, workdir):
+    to_log()
+    drop_capabilities(keep)
+    enter(workdir)
+    os.execve("/opt/tmax/bin/bash", ["bash", "/tests/test.sh"], ENV)
+
+
+def run_pytest(keep, workdir, files):
+    to_log()
+    os.environ.clear()
+    os.environ.update(ENV)
+    enter(workdir)
+    import pytest  # the toolbox's
+
+    class Guard:
+        """Freeze the tests and drop privileges once pytest has read them."""
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(self, session):
+            read_only("/tests")
+            drop_capabilities(keep)
+
+    ini = next(f"/tests/{name}" for name in INI_FILES if os.path.exists(f"/tests/{name}"))
+    args = ["-q", "-p", "no:cacheprovider", "-c", ini, "--rootdir=/tests",
+            "--confcutdir=/tests", *[f"/tests/{name}" for name in files]]  # fmt: skip
+    code = pytest.main(args, plugins=[Guard()])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(code))
+
+
+def read_reward_files(json_allowed):
+    found = {}
+    for name in REWARD_FILES:
+        if name == "reward.json" and not json_allowed:
+            continue
+        try:
+            fd = os.open(f"/logs/verifier/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                found[name] = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    return found
+
+
+def tail(path, size):
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - size))
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def say(*fields):
+    os.write(1, (" ".join(fields) + "\n").encode())
+
+
+def main():
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)  # an init ignores default-action signals
+    mode, timeout, json_allowed, keep, workdir, size, *files = sys.argv[1:]
+    keep = [int(bit) for bit in keep.split(",") if bit.isdigit()]
+    payload = b""
+    while len(payload) < int(size):
+        chunk = os.read(0, int(size) - len(payload))
+        if not chunk:
+            raise SystemExit(f"tests archive cut short at {len(payload)} of {size} bytes")
+        payload += chunk
+    mount("", "/", "", MS_REC | MS_PRIVATE)
+    fresh_proc = True
+    try:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        fresh_proc = False  # where none may be mounted the old /proc stays (base.py)
+    if fresh_proc:
+        mask_proc()
+    real_directory("/logs")
+    real_directory("/logs/verifier")
+    real_directory("/tests")
+    mount("tmpfs", "/logs/verifier", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=755")
+    mount("tmpfs", "/tests", "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=755")
+    with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
+        archive.extractall("/tests")  # from the host: trusted
+    for root, dirs, names in os.walk("/tests"):
+        for name in dirs + names:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.lstat(path).st_mode | 0o444 | (0o111 if name in dirs else 0))
+
+    # The toolbox Python's sitecustomize (tmax.sandbox.verifier_guard) locks the
+    # reward directory away from every Python process of this PID namespace but us.
+    with open(GUARD_MARKER, "w") as handle:
+        handle.write(os.readlink("/proc/self/ns/pid"))
+    # Without an ini file of the tests' own, pytest would look for one in / and take
+    # the agent's (addopts, pythonpath, plugins): stop the search in /tests.
+    if not any(os.path.exists(f"/tests/{name}") for name in INI_FILES):
+        with open("/tests/pytest.ini", "w") as handle:
+            handle.write("[pytest]\n")
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # not ignored: sigtimedwait sees it
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+    child = os.fork()
+    if child == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            if mode == "pytest":
+                run_pytest(keep, workdir, files)
+            else:
+                run_script(keep, workdir)
+        except BaseException as error:  # reported through the log
+            os.write(2, f"tmax verifier: {error!r}\n".encode())
+        os._exit(126)
+    deadline = time.monotonic() + float(timeout)
+    status = None
+    timed_out = False
+    while status is None:
+        pid, code = os.waitpid(-1, os.WNOHANG)  # reap orphans too: we are their init
+        if pid == child:
+            status = code
+        elif pid == 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 and not timed_out:
+                timed_out = True
+                os.kill(child, signal.SIGKILL)
+            # Woken the moment a child ends, so what the tests left behind is killed
+            # right after they finish (a process racing the reward file has no time).
+            signal.sigtimedwait([signal.SIGCHLD], max(0.001, min(remaining, 1.0)))
+    with contextlib.suppress(ProcessLookupError):  # nothing left
+        os.kill(-1, signal.SIGKILL)  # everything the tests left behind, before reading
+    try:
+        while os.waitpid(-1, 0)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+    killed = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+    exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + killed
+    if mode == "script":
+        for name, data in read_reward_files(json_allowed == "1").items():
+            say("__TMAX_FILE__", name, base64.b64encode(data).decode())
+    say("__TMAX_LOG__", base64.b64encode(tail(LOG, 20000)).decode())
+    say("__TMAX_STATUS__", str(exit_code), str(killed), str(int(timed_out)))
+
+
+main()
