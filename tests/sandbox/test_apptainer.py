@@ -30,6 +30,7 @@ from tmax.sandbox.apptainer import (
 )
 from tmax.sandbox.base import Limits, SandboxError
 from tmax.sandbox.images import ImageError
+from tmax.sandbox.toolbox import enter_binary
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 
@@ -37,7 +38,7 @@ TOOLS = [
     *("bash", "sh", "cat", "head", "tail", "timeout", "env", "mkdir", "chmod", "rm", "stat"),
     *("date", "tee", "wc", "awk", "sed", "tr", "sleep", "tar", "base64", "printf", "ls", "cp"),
     *("mv", "touch", "id", "pwd", "echo", "true", "false", "grep", "sort", "cut", "dirname"),
-    *("unshare", "nsenter", "setpriv", "mount", "find"),
+    *("unshare", "setpriv", "mount", "find"),
 ]
 
 FAKE = r"""#!@PYTHON@
@@ -163,6 +164,7 @@ def toolbox(tmp_path: Path) -> Path:
         found = shutil.which(tool, path="/usr/bin:/bin")
         if found:
             (root / "bin" / tool).symlink_to(found)
+    (root / "bin" / "tmax-enter").symlink_to(enter_binary())
     return root
 
 

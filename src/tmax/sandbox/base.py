@@ -375,12 +375,11 @@ __tmax_agent=
 __tmax_drop=(setpriv --inh-caps=-all --bounding-set="$__tmax_caps" --)
 __tmax_init_script='
 if [ "$__tmax_fresh_proc" = 1 ]; then
-  for d in sys sysrq-trigger irq bus fs asound; do
-    [ -e /proc/$d ] && mount -o bind,ro,nosuid,nodev /proc/$d /proc/$d
-  done
-  for d in kcore keys latency_stats timer_list timer_stats sched_debug acpi scsi; do
-    if [ -d /proc/$d ]; then mount -t tmpfs -o ro,size=0 tmpfs /proc/$d
-    elif [ -e /proc/$d ]; then mount --bind /dev/null /proc/$d; fi
+  # All of it read-only (sysctls, sysrq-trigger, irq, bus: what podman makes read-only,
+  # in one exec); what podman hides, hidden.
+  mount -o remount,ro,nosuid,nodev,noexec /proc || exit 1
+  for d in keys timer_list sched_debug latency_stats; do
+    if [ -e /proc/$d ]; then mount --bind /dev/null /proc/$d || exit 1; fi
   done
 fi
 printf "ready\n"; exec >/dev/null 2>&1
@@ -408,22 +407,19 @@ __tmax_agent_up() {
     [ "$line" = ready ] && break
   done
   [ "$line" = ready ] || printf 'tmax: the agent namespace did not start: %s\n' "$errors"
-  __tmax_enter=(nsenter "${__tmax_nsenter[@]}" --target "$__tmax_agent" --mount \
-    "--pid=/proc/$__tmax_agent/ns/pid_for_children" -- "${__tmax_drop[@]}")
+  __tmax_enter=(tmax-enter "$__tmax_agent" "$__tmax_keep" "${__tmax_nsenter[@]}" --)
 }
 __tmax_agent_stop() {  # end every process of the agent, and wait until they are gone
-  local pid ppid rest i
+  local pid ppid rest found=
   [ -n "$__tmax_agent" ] || return 0
   for pid in /proc/[0-9]*; do  # the namespace's init: killing it kills all of them
     pid=${pid#/proc/}
     read -r _ _ _ ppid rest < "/proc/$pid/stat" 2>/dev/null || continue
-    [ "$ppid" = "$__tmax_agent" ] && kill -9 "$pid" 2>/dev/null
+    [ "$ppid" = "$__tmax_agent" ] && kill -9 "$pid" 2>/dev/null && found=1
   done
-  for ((i = 0; i < 1000; i++)); do  # unshare exits once its init (and so all) is gone
-    [ -e "/proc/$__tmax_agent/ns/pid_for_children" ] || break
-    [ $i = 200 ] && kill -9 "$__tmax_agent" 2>/dev/null
-    sleep 0.01
-  done
+  # unshare exits once its init, and so every process of the namespace, is gone
+  [ -n "$found" ] || kill -9 "$__tmax_agent" 2>/dev/null
+  wait "$__tmax_agent" 2>/dev/null
   __tmax_agent=
 }
 __tmax_agent_up
@@ -487,6 +483,11 @@ class Sandbox(ABC):
     def _anchor_pid(self) -> int | None:
         """Host PID of some process inside the sandbox's cgroup (None: not visible)."""
         return None
+
+    def _agent_capability_numbers(self) -> str:
+        """The agent's capabilities as tmax-enter and the verifier take them."""
+        numbers = [str(CAPABILITIES.index(name)) for name in self.agent_capabilities()]
+        return ",".join(numbers) or "-"
 
     def agent_capabilities(self) -> list[str]:
         """Capabilities the agent's commands (and the programs the tests run) keep: the
@@ -623,8 +624,9 @@ class Sandbox(ABC):
             setup = (
                 f"__tmax_oom_on={int(self.oom_inside)}\n"
                 f"__tmax_caps={caps}\n"
+                f"__tmax_keep={self._agent_capability_numbers()}\n"
                 f"__tmax_unshare=({'--user --map-current-user' if userns else ''})\n"
-                f"__tmax_nsenter=({'--user --preserve-credentials' if userns else ''})\n"
+                f"__tmax_nsenter=({'--user' if userns else ''})\n"
                 f"mkdir -p -- {shlex.quote(self.workdir)} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
             )
             self._channel.send(setup.encode())
@@ -843,7 +845,7 @@ class Sandbox(ABC):
         payload = buffer.getvalue()
         mode = "pytest" if self.limits.pytest_verdict else "script"
         json_allowed = int(_names_reward_json(tests_dir))
-        keep = ",".join(str(CAPABILITIES.index(name)) for name in self.agent_capabilities())
+        keep = self._agent_capability_numbers()
         userns = "--user --map-current-user " if self.own_user_namespace else ""
         delimiter = f"__TMAX_VERIFIER_{uuid.uuid4().hex}__"
         files = " ".join(shlex.quote(name) for name in self.limits.pytest_verdict)
@@ -851,9 +853,8 @@ class Sandbox(ABC):
             f"__tmax_v=$(cat <<'{delimiter}'\n{_verifier_init()}\n{delimiter}\n)\n"
             f"head -c {len(payload)} | timeout -k 5 {math.ceil(timeout) + 30} unshare "
             f"{userns}--pid --mount --fork --kill-child --propagation private -- "
-            f'{TOOLBOX}/bin/python3 -I -c "$__tmax_v" {mode} {math.ceil(timeout)} '
-            f"{json_allowed} {keep or '-'} {shlex.quote(self.workdir)} {len(payload)} "
-            f"{files} 2>&1; "
+            f'{TOOLBOX}/bin/python3 -I -S -c "$__tmax_v" {mode} {math.ceil(timeout)} '
+            f"{json_allowed} {keep} {shlex.quote(self.workdir)} {files} 2>&1; "
             "printf '\\n%s %s\\n' @MARKER@ $?"
         )
         try:

@@ -99,7 +99,7 @@ REQUIRED_TOOLS: tuple[str, ...] = (
     "tmux",
     # namespaces and capabilities: the agent's session and the verifier each run in
     # their own PID and mount namespaces, out of reach of the control shell
-    "unshare", "nsenter", "setpriv", "mount",
+    "unshare", "setpriv", "mount",
 )  # fmt: skip
 """Binaries that must be in ``bin/``; a missing one is an error."""
 
@@ -126,7 +126,6 @@ _DEBIAN_PACKAGE = {
     "cmp": "diffutils",
     "tmux": "tmux",
     "unshare": "util-linux",
-    "nsenter": "util-linux",
     "setpriv": "util-linux",
     "mount": "mount",
 }
@@ -197,6 +196,8 @@ class _Plan:
     links: dict[str, str] = field(default_factory=dict)  # relative path → symlink target
     dropped: list[str] = field(default_factory=list)  # symlinks left out, with the reason
     loader: str = ""  # basename of the dynamic loader in lib/
+    built_from: dict[Path, Path] = field(default_factory=dict)
+    """Files we compile (in the cache, wherever it is) → their source, which keys them."""
 
     def add(self, rel: str, src: Path) -> None:
         if rel in self.files and self.files[rel] != src:
@@ -210,7 +211,10 @@ class _Plan:
         write them there), but they are derived from the ``.py`` sources and the host
         interpreter may rewrite them at any time, so they must not move the key.
         """
-        return sorted({src for rel, src in self.files.items() if not rel.endswith(".pyc")})
+        return sorted(
+            {self.built_from.get(src, src) for rel, src in self.files.items()
+             if not rel.endswith(".pyc")}
+        )  # fmt: skip
 
 
 def _run(cmd: list[str], env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -413,6 +417,33 @@ def _add_bash_loadables(plan: _Plan) -> None:
             plan.add(f"lib/bash/{name}", source)
 
 
+ENTER_SOURCE = Path(__file__).with_name("enter.c")
+
+
+def enter_binary() -> Path:
+    """``tmax-enter`` (enter.c), compiled with the host's gcc into the cache, keyed by
+    the source: every agent command runs through it."""
+    source = ENTER_SOURCE.read_bytes()
+    binary = default_cache_dir() / f"tmax-enter-{hashlib.sha256(source).hexdigest()[:16]}"
+    if not binary.is_file():
+        if shutil.which("gcc") is None:
+            _apt_install(["gcc", "libc6-dev"], "gcc is missing (it builds bin/tmax-enter)")
+        with file_lock(binary.with_suffix(".lock")):
+            if not binary.is_file():
+                tmp = binary.with_name(f".{binary.name}.{os.getpid()}")
+                built = _run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(tmp), str(ENTER_SOURCE)])
+                if built.returncode != 0:
+                    raise ToolboxError(f"gcc could not build {ENTER_SOURCE}: {built.stderr}")
+                os.replace(tmp, binary)
+    return binary
+
+
+def _add_enter(plan: _Plan) -> None:
+    binary = enter_binary()
+    plan.add("bin/tmax-enter", binary)
+    plan.built_from[binary] = ENTER_SOURCE
+
+
 _LDD_LINE = re.compile(r"^\s+(\S+)(?:\s+=>\s+(not found|\S+))?(?:\s+\(0x[0-9a-f]+\))?\s*$")
 
 
@@ -464,6 +495,7 @@ def _make_plan(python: str | None) -> _Plan:
     plan = _Plan(python=_python_info(python))
     _add_tools(plan)
     _add_bash_loadables(plan)
+    _add_enter(plan)
     _add_python(plan)
     roots = sorted({src for src in plan.files.values() if _is_elf(src)})
     libs, loader = _ldd(roots)

@@ -1,13 +1,13 @@
 """The verifier's first process: PID 1 of a fresh PID and mount namespace in the sandbox.
 
 Not imported by tmax: the control shell sends this file's text with each verification
-and runs it with the toolbox's Python (``python3 -I -c``), so nothing the agent wrote
+and runs it with the toolbox's Python (``python3 -I -S -c``), so nothing the agent wrote
 can replace it. Standard library only. It
 
 * makes itself non-dumpable, so no process in the sandbox can ptrace it, read or write
   its memory or take over its file descriptors (``/proc/<pid>/mem``, ``/proc/<pid>/fd``);
 * mounts its own ``/proc`` (masked like the agent's), a fresh tmpfs on ``/tests`` holding
-  the task's tests (read from stdin as a tar stream) and another on ``/logs/verifier``:
+  the task's tests (unpacked from stdin, a tar stream) and another on ``/logs/verifier``:
   neither is visible to the agent's processes, which live in another mount namespace;
 * runs the tests with the agent's capabilities only, in one of two modes:
 
@@ -29,18 +29,17 @@ can replace it. Standard library only. It
 
 Arguments: mode, timeout seconds, 1/0 (reward.json allowed), the agent's capabilities
 (comma-separated numbers, ``-`` for none), the working directory (the image's, as
-Harbor's ``docker exec`` has it), tar size in bytes, then pytest's test files.
+Harbor's ``docker exec`` has it), then pytest's test files. Stdin: the tests, as tar.
 """
 
 import base64
 import contextlib
 import ctypes
-import io
+import json
 import os
 import signal
 import stat
 import sys
-import tarfile
 import time
 
 PR_SET_DUMPABLE = 4
@@ -164,6 +163,8 @@ def run_pytest(keep, workdir, files):
     os.environ.clear()
     os.environ.update(ENV)
     enter(workdir)
+    with open("/opt/tmax/MANIFEST.json") as handle:  # started with -S: no site-packages
+        sys.path.insert(0, "/opt/tmax/" + json.load(handle)["python"]["site"])
     import pytest  # the toolbox's
 
     class Guard:
@@ -217,14 +218,8 @@ def main():
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_DFL)  # an init ignores default-action signals
-    mode, timeout, json_allowed, keep, workdir, size, *files = sys.argv[1:]
+    mode, timeout, json_allowed, keep, workdir, *files = sys.argv[1:]
     keep = [int(bit) for bit in keep.split(",") if bit.isdigit()]
-    payload = b""
-    while len(payload) < int(size):
-        chunk = os.read(0, int(size) - len(payload))
-        if not chunk:
-            raise SystemExit(f"tests archive cut short at {len(payload)} of {size} bytes")
-        payload += chunk
     mount("", "/", "", MS_REC | MS_PRIVATE)
     fresh_proc = True
     try:
@@ -238,8 +233,11 @@ def main():
     real_directory("/tests")
     mount("tmpfs", "/logs/verifier", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=755")
     mount("tmpfs", "/tests", "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=755")
-    with tarfile.open(fileobj=io.BytesIO(payload)) as archive:
-        archive.extractall("/tests")  # from the host: trusted
+    untar = os.fork()  # the tests arrive on stdin as a tar stream, and nothing else does
+    if untar == 0:
+        os.execv("/opt/tmax/bin/tar", ["tar", "-x", "-f", "-", "-C", "/tests", "--no-same-owner"])
+    if os.waitpid(untar, 0)[1] != 0:
+        raise SystemExit("could not unpack the tests")
     for root, dirs, names in os.walk("/tests"):
         for name in dirs + names:
             path = os.path.join(root, name)
