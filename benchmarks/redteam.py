@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from tmax.generate.family import FAMILIES
+from tmax.generate.procedural import FAMILIES  # importing it registers the families
 from tmax.sandbox.redteam import ATTACKS, Outcome, attempt, family_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +44,8 @@ def main() -> int:
         for backend in backends:
             for task in tasks:
                 for attack in ATTACKS.values():
+                    if backend not in attack.backends:
+                        continue
                     outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
                     outcomes.append(outcome)
                     if outcome.forged or outcome.infra:

@@ -53,7 +53,7 @@ def test_no_attack_earns_a_reward_or_an_infra_failure_on_bwrap(
     assert _oracle(task_dir, backend) == 1.0  # the attacks have a real verifier to beat
     assert any(path.startswith(("/app/", "/testbed/")) for path in program_paths(task_dir))
     outcomes = [attempt(task_dir, attack, backend, run_id="pytest-redteam")
-                for attack in ATTACKS.values()]  # fmt: skip
+                for attack in ATTACKS.values() if backend in attack.backends]  # fmt: skip
     broken = [o for o in outcomes if o.forged or o.infra]
     assert not broken, broken
 

@@ -130,6 +130,11 @@ BREAKAGES: list[tuple[str, Callable[[Path], None], str]] = [
         r"\[environment\].cpus must be > 0",
     ),
     (
+        "pytest verdict outside tests/",
+        lambda p: _edit(p, "task.toml", "[metadata]", '[metadata]\npytest_verdict = ["../x.py"]'),
+        r"\[metadata\].pytest_verdict must list .py files below tests/, got \['../x.py'\]",
+    ),
+    (
         "unknown network mode",
         lambda p: _edit(p, "task.toml", '"no-network"', '"offline"'),
         r"network_mode must be one of public, no-network, allowlist",

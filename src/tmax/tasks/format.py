@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import tomllib
@@ -83,6 +84,21 @@ def _parse_size_mb(value: str, where: str) -> int:
         return int(float(text[:-1]) * factors[text[-1]])
     except ValueError:
         raise TaskFormatError(f"{where}: size {value!r} is not a number with a unit") from None
+
+
+_TEST_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*\.py")
+
+
+def pytest_verdict_files(value: Any, source: str) -> tuple[str, ...]:
+    """Validate ``[metadata] pytest_verdict``: a test file below ``tests/`` or a list."""
+    files = [value] if isinstance(value, str) else value
+    if not isinstance(files, list) or not all(
+        isinstance(name, str) and _TEST_FILE.fullmatch(name) for name in files
+    ):
+        raise TaskFormatError(
+            f"{source}: [metadata].pytest_verdict must list .py files below tests/, got {value!r}"
+        )
+    return tuple(files)
 
 
 @dataclass
@@ -158,7 +174,14 @@ class TaskConfig:
         config._check(source)
         return config
 
+    @property
+    def pytest_verdict(self) -> tuple[str, ...]:
+        """``[metadata] pytest_verdict``: test files (below ``tests/``) whose pytest exit
+        status is the reward, read by the verifier itself (empty: Harbor's reward file)."""
+        return pytest_verdict_files(self.metadata.get("pytest_verdict", []), "task.toml")
+
     def _check(self, source: str) -> None:
+        pytest_verdict_files(self.metadata.get("pytest_verdict", []), source)
         env = self.environment
         for key in ("cpus", "memory_mb", "storage_mb"):
             if key in env and env[key] <= 0:

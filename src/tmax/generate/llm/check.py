@@ -121,7 +121,9 @@ class SandboxCheck:
             write_text(tests / "test.sh", _INITIAL_TEST_SH)
             (tests / "test.sh").chmod(0o755)
             try:
-                with sandbox_for_task(task_dir, self.backend, run_id=self.run_id) as box:
+                # pytest's verdict on the initial tests (not the task's test_task.py)
+                with sandbox_for_task(task_dir, self.backend, run_id=self.run_id,
+                                      pytest_verdict=(INITIAL_TESTS,)) as box:  # fmt: skip
                     result = box.verify(tests)
             except (SandboxError, ImageError, TaskFormatError) as error:
                 return CheckResult(False, "image build", str(error))
