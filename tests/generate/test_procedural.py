@@ -143,8 +143,11 @@ def _sandbox_ready() -> str | None:
 @pytest.mark.parametrize("family", ALL_FAMILIES, ids=lambda f: f.name)
 def test_oracle_passes_and_noop_fails_on_bwrap(family: Family, tmp_path: Path) -> None:
     specs = grid(family)
-    # The simplest and the hardest combination, with code, in different languages.
-    chosen = [specs[0], next(s for s in reversed(specs) if s.task_complexity == "intricate")]
+    # The simplest or the hardest combination (every other family: both kinds are
+    # covered across the families at half the sandbox time), in different languages.
+    # The workflow validates every task it generates anyway.
+    hardest = next(s for s in reversed(specs) if s.task_complexity == "intricate")
+    chosen = [specs[0] if ALL_FAMILIES.index(family) % 2 == 0 else hardest]
     for spec in chosen:
         task_dir = write_task(render_task(spec, seed=11, family_name=family.name), tmp_path)
         check = check_task(task_dir, "bwrap", run_id="pytest-families")
