@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_TASKS
-from tmax.sandbox import Limits, Sandbox, cleanup
+from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup
 from tmax.sandbox.base import reward_from_files
 from tmax.sandbox.episode import run_episode, sandbox_for_task
 
@@ -176,6 +176,18 @@ def test_endless_output_is_truncated_head_and_tail(answer_box: Sandbox) -> None:
     assert "bytes of output omitted" in result.output
     endless = answer_box.run("yes", timeout=3)
     assert endless.truncated_bytes > 0 and len(endless.output.encode()) < limit + 200
+
+
+def test_a_sandbox_without_its_agent_namespace_does_not_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without CAP_SYS_ADMIN the control shell cannot make the agent's namespaces: the
+    sandbox must refuse to start (nothing it ran would be isolated), naming why."""
+    if _available("bwrap"):
+        pytest.skip(_available("bwrap"))
+    monkeypatch.setattr("tmax.sandbox.bwrap.CONTROL_CAPABILITIES", ())
+    with pytest.raises(SandboxError, match="agent namespace did not start"):
+        small_box("bwrap").start()
 
 
 def test_fork_bomb_is_contained(backend: str) -> None:

@@ -398,8 +398,10 @@ __tmax_agent_up() {
     exec {fd}<&-
     [ "$line" = ready ] && break
   done
-  [ "$line" = ready ] || printf 'tmax: the agent namespace did not start: %s\n' "$errors"
   __tmax_enter=(tmax-enter "$__tmax_agent" "$__tmax_keep" "${__tmax_nsenter[@]}" --)
+  [ "$line" = ready ] && return 0
+  printf 'tmax: the agent namespace did not start: %s\n' "$errors"
+  return 1
 }
 __tmax_agent_stop() {  # end every process of the agent, and wait until they are gone
   local pid ppid rest found=
@@ -414,8 +416,8 @@ __tmax_agent_stop() {  # end every process of the agent, and wait until they are
   wait "$__tmax_agent" 2>/dev/null
   __tmax_agent=
 }
-__tmax_agent_up
-printf '__TMAX_READY__\n'
+if __tmax_agent_up > "$S/agent-start"; then printf '__TMAX_READY__\n'
+else printf '__TMAX_READY__ failed: '; head -c 2000 "$S/agent-start"; printf '\n'; fi
 """
 
 
@@ -622,7 +624,11 @@ class Sandbox(ABC):
                 f"mkdir -p -- {shlex.quote(self.workdir)} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
             )
             self._channel.send(setup.encode())
-            self._channel.read_until(b"__TMAX_READY__\n", time.monotonic() + 60)
+            deadline = time.monotonic() + 60
+            self._channel.read_until(b"__TMAX_READY__", deadline)
+            failed = self._channel.read_until(b"\n", deadline).decode(errors="replace")
+            if failed:  # the agent's namespaces could not be made: nothing is safe to run
+                raise SandboxError(failed.strip())
         except (TimeoutError, SandboxError) as error:
             self.close()
             raise SandboxError(f"{self.backend} sandbox did not come up: {error!r}") from None
