@@ -431,7 +431,7 @@ def test_a_failed_episode_is_played_again_once_then_scored_zero(
         assert sample.turns == SMALL.max_turns  # the whole script, played again
     else:
         assert (sample.exit_status, sample.reward) == ("failed", 0.0)
-        expected = "RuntimeError: engine server 0" if fault == "engine" else "Error"
+        expected = "RuntimeError: engine server 0" if fault == "engine" else "SandboxDied"
         assert expected in sample.failure, sample.failure
         assert sample.response_tokens > 0 and sample.turns >= 0  # the first turn is kept
 

@@ -9,7 +9,8 @@ only in processes other than that one, it applies a Landlock ruleset that
 
 * denies creating, writing, truncating, renaming or removing anything below
   ``/logs/verifier`` (and creating new entries directly in ``/``): ``test.sh``'s own
-  shell still writes the reward there, nothing its Python children start can;
+  shell, and a grading script it runs, still write the reward there; pytest, and
+  everything the tests start, cannot;
 * denies ptrace of, and (kernel ≥ 6.12) signals to, processes outside the ruleset:
   ``test.sh`` and the verifier.
 
@@ -22,10 +23,11 @@ Standard library only; never raises.
 import contextlib
 import ctypes
 import os
+import sys
 
 MARKER = "/tests/.tmax-verifier-pidns"
 """Written by the verifier's first process into its own /tests tmpfs: the identity of
-its PID namespace. Only processes in that namespace are guarded."""
+its PID namespace and the PID of ``test.sh`` in it."""
 
 _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 _MAKE = sum(1 << bit for bit in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
@@ -37,13 +39,25 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 
 def _verifying() -> bool:
+    """Whether to lock this process: it is in the verification's PID namespace, and not
+    the verifier itself nor a Python that ``test.sh`` started to grade (a direct child
+    not running pytest), since graders write the reward file themselves. pytest started
+    by ``test.sh`` is locked (the agent's modules run inside it) unless its arguments
+    name a file below /logs/verifier (a JUnit or CTRF report it must write there)."""
     if os.getpid() == 1:
         return False  # the verifier itself
     try:
         with open(MARKER) as handle:
-            return handle.read().strip() == os.readlink("/proc/self/ns/pid")
-    except OSError:
+            namespace, script = handle.read().split()
+        if namespace != os.readlink("/proc/self/ns/pid"):
+            return False
+    except (OSError, ValueError):
         return False
+    if str(os.getppid()) != script:
+        return True  # started by the tests' processes, not by test.sh itself
+    argv = getattr(sys, "orig_argv", sys.argv)
+    pytest = any(arg.endswith("pytest") or arg.startswith("pytest") for arg in argv[1:3])
+    return pytest and not any("/logs/verifier" in arg for arg in argv)
 
 
 class _RulesetAttr(ctypes.Structure):

@@ -244,10 +244,6 @@ def main():
             if not os.path.islink(path):
                 os.chmod(path, os.lstat(path).st_mode | 0o444 | (0o111 if name in dirs else 0))
 
-    # The toolbox Python's sitecustomize (tmax.sandbox.verifier_guard) locks the
-    # reward directory away from every Python process of this PID namespace but us.
-    with open(GUARD_MARKER, "w") as handle:
-        handle.write(os.readlink("/proc/self/ns/pid"))
     # Without an ini file of the tests' own, pytest would look for one in / and take
     # the agent's (addopts, pythonpath, plugins): stop the search in /tests.
     if not any(os.path.exists(f"/tests/{name}") for name in INI_FILES):
@@ -255,8 +251,15 @@ def main():
             handle.write("[pytest]\n")
     signal.signal(signal.SIGCHLD, lambda *_: None)  # not ignored: sigtimedwait sees it
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+    # The toolbox Python's sitecustomize (tmax.sandbox.verifier_guard) locks the reward
+    # directory away from the Python processes of this PID namespace (but us, and a
+    # grader test.sh starts): it needs the namespace and test.sh's PID, the child's.
+    read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:
+        os.close(write_end)
+        os.read(read_end, 1)  # until the marker names us
+        os.close(read_end)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         try:
@@ -267,6 +270,11 @@ def main():
         except BaseException as error:  # reported through the log
             os.write(2, f"tmax verifier: {error!r}\n".encode())
         os._exit(126)
+    os.close(read_end)
+    with open(GUARD_MARKER, "w") as handle:
+        handle.write(f"{os.readlink('/proc/self/ns/pid')} {child}\n")
+    os.write(write_end, b"x")
+    os.close(write_end)
     deadline = time.monotonic() + float(timeout)
     status = None
     timed_out = False
