@@ -758,16 +758,13 @@ class Sandbox(ABC):
         A directory's contents land in ``destination``; a file lands at it.
         """
         source = Path(source)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            if source.is_dir():
-                for child in sorted(source.iterdir()):
-                    archive.add(child, arcname=child.name)
-                target_dir = destination
-            else:
-                archive.add(source, arcname=Path(destination).name)
-                target_dir = str(Path(destination).parent)
-        payload = buffer.getvalue()
+        if source.is_dir():
+            payload, target_dir = _tar(source), destination
+        else:
+            payload, target_dir = (
+                _tar(source, Path(destination).name),
+                str(Path(destination).parent),
+            )
         quoted = shlex.quote(target_dir)
         script = (
             f"mkdir -p {quoted} && head -c {len(payload)} | tar -x -f - -C {quoted} "
@@ -836,21 +833,16 @@ class Sandbox(ABC):
         started = time.monotonic()
         if not self.limits.keep_agent_processes:
             self._control("__tmax_agent_stop; printf '\\n%s 0\\n' @MARKER@", 60)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for child in sorted(tests_dir.iterdir()):
-                archive.add(child, arcname=child.name)
-        payload = buffer.getvalue()
+        payload = _tar(tests_dir)
         mode = "pytest" if self.limits.pytest_verdict else "script"
         json_allowed = int(_names_reward_json(tests_dir))
         keep = self._agent_capability_numbers()
-        userns = "--user --map-current-user " if self.own_user_namespace else ""
         delimiter = f"__TMAX_VERIFIER_{uuid.uuid4().hex}__"
         files = " ".join(shlex.quote(name) for name in self.limits.pytest_verdict)
         script = (
             f"__tmax_v=$(cat <<'{delimiter}'\n{_verifier_init()}\n{delimiter}\n)\n"
             f"head -c {len(payload)} | timeout -k 5 {math.ceil(timeout) + 30} unshare "
-            f"{userns}--pid --mount --fork --kill-child --propagation private -- "
+            '"${__tmax_unshare[@]}" --pid --mount --fork --kill-child --propagation private -- '
             f'{TOOLBOX}/bin/python3 -I -S -c "$__tmax_v" {mode} {math.ceil(timeout)} '
             f"{json_allowed} {keep} {shlex.quote(self.workdir)} {files} 2>&1; "
             "printf '\\n%s %s\\n' @MARKER@ $?"
@@ -894,6 +886,18 @@ class Sandbox(ABC):
             output=test_output,
             duration_sec=elapsed,
         )
+
+
+def _tar(source: Path, name: str | None = None) -> bytes:
+    """A tar stream of a directory's contents, or of one file stored as ``name``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        if name is not None:
+            archive.add(source, arcname=name)
+        else:
+            for child in sorted(source.iterdir()):
+                archive.add(child, arcname=child.name)
+    return buffer.getvalue()
 
 
 def _verifier_init() -> str:
