@@ -24,6 +24,7 @@ from tests.conftest import FIXTURE_TASKS
 from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup
 from tmax.sandbox.base import reward_from_files
 from tmax.sandbox.episode import run_episode, sandbox_for_task
+from tmax.sandbox.storage import sandbox_root
 
 pytestmark = pytest.mark.slow
 
@@ -211,6 +212,27 @@ def test_memory_bomb_ends_the_episode_with_reward_zero(backend: str) -> None:
     assert len(episode.steps) == 1
 
 
+def test_a_disk_bomb_fills_only_the_sandbox_and_is_the_agents_doing(backend: str) -> None:
+    with small_box(backend, storage_mb=256) as box:
+        assert box.exhausted() is None
+        bomb = box.run("dd if=/dev/zero of=/fill bs=1M count=400; df -m / | tail -1")
+        assert "No space left on device" in bomb.output, bomb.output
+        assert int(bomb.output.split()[-5]) < 300  # the root file system is the layer's size
+        exhausted = box.exhausted()
+        assert exhausted is not None and "storage" in exhausted
+        assert box.agent_death("the agent's command broke").endswith(exhausted)
+        box.run("rm /fill")
+        assert box.exhausted() is None
+        name = box.sandbox_id
+    assert not [mount for mount in _layer_mounts() if name in mount]
+
+
+def _layer_mounts() -> list[str]:
+    """Host mount points of sandbox layers (podman's; bwrap's are in its namespace)."""
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+    return [mount for mount in mounts if mount.startswith(str(sandbox_root()))]
+
+
 # --- the verifier and the three reward hacks --------------------------------------------
 
 
@@ -292,6 +314,7 @@ CRASHING_RUN = textwrap.dedent(
 
 def test_crashed_run_is_cleaned_up(backend: str) -> None:
     run_id = f"crash-{uuid.uuid4().hex[:8]}"
+    mounted_before = set(_layer_mounts())
     crashed = subprocess.run(
         [sys.executable, "-c", CRASHING_RUN, str(ANSWER_TASK), backend, run_id],
         capture_output=True,
@@ -302,6 +325,7 @@ def test_crashed_run_is_cleaned_up(backend: str) -> None:
     removed = cleanup(run_id)[backend]
     assert len(removed) == 1
     assert cleanup(run_id)[backend] == []  # nothing left
+    assert set(_layer_mounts()) <= mounted_before  # its writable layer is unmounted too
     if backend == "podman":
         listed = subprocess.run(
             ["podman", "ps", "-a", "--format", "json", "--filter", f"label=tmax.sandbox={run_id}"],

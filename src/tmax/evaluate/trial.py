@@ -162,12 +162,9 @@ def run_trial(
             elif agent_run.exit_status == "sandbox_died":
                 # The agent cannot reach the control shell, so its sandbox dies of the
                 # agent only by exhaustion; without that evidence it is the host's.
-                exhausted = sandbox.exhausted()
-                died = SandboxDied(f"{agent_run.detail}; {exhausted or 'no exhaustion seen'}")
-                if exhausted is None:
-                    raise died
-                verification = VerifyResult(0.0, {"reward": 0.0}, reason=str(died))
-                exception = _exception_info(died, "agent")
+                reason = sandbox.agent_death(agent_run.detail)
+                verification = VerifyResult(0.0, {"reward": 0.0}, reason=reason)
+                exception = _exception_info(SandboxDied(reason), "agent")
             else:
                 with _Phase(timing, "verifier"):
                     verification = sandbox.verify(spec.task_dir / "tests")

@@ -33,7 +33,6 @@ from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.models.client import Completion, ContextLengthExceeded, Message
 from tmax.models.toolcalls import parse_completion
 from tmax.rl.engine import Engine
-from tmax.sandbox.base import SandboxDied
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.tasks import read_task
 
@@ -348,13 +347,9 @@ def rollout(
             if run.exit_status == "out_of_memory":
                 reward = 0.0
             elif run.exit_status == "sandbox_died":
-                # The agent cannot reach the control shell: its sandbox dies of the
-                # agent only by exhaustion (a failed attempt, not played again);
-                # without that evidence it is the host's (EpisodeFailed: played again).
-                exhausted = box.exhausted()
-                if exhausted is None:
-                    raise SandboxDied(f"{run.detail}; no exhaustion seen")
-                reward, failure = 0.0, f"{run.detail}; {exhausted}"
+                # a failed attempt, not played again; a death the agent did not cause
+                # raises SandboxDied (EpisodeFailed: played again)
+                reward, failure = 0.0, box.agent_death(run.detail)
             else:
                 reward = box.verify(task_dir / "tests").reward
     except Exception as error:

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
+from tmax.sandbox.storage import FULL_FRACTION, fullness
 from tmax.tasks import Task
 
 log = logging.getLogger("tmax.sandbox")
@@ -545,7 +546,25 @@ class Sandbox(ABC):
             found.append(f"memory (the OOM killer ran; limit {self.limits.memory_mb} MB)")
         if (self.pids_limit_hits() or 0) > pid_hits:
             found.append(f"processes (limit {self.limits.pids})")
+        layer = self._storage_path()
+        used = fullness(layer) if layer is not None else None
+        if used is not None and used >= FULL_FRACTION:
+            found.append(f"storage ({used:.0%} of {self.limits.storage_mb} MB used)")
         return f"the agent's processes exhausted {' and '.join(found)}" if found else None
+
+    def _storage_path(self) -> Path | None:
+        """A host path on the sandbox's size-limited writable layer, if it has one."""
+        return None
+
+    def agent_death(self, detail: str) -> str:
+        """Why the sandbox died of its agent's doing (``detail`` and what the agent
+        exhausted): the episode is a failed attempt with reward 0. The agent cannot
+        reach the control plane, so without exhaustion the death is the host's: raises
+        SandboxDied, an infrastructure failure to retry."""
+        exhausted = self.exhausted()
+        if exhausted is None:
+            raise SandboxDied(f"{detail}; no exhaustion seen")
+        return f"{detail}; {exhausted}"
 
     def _pids_nearly_full(self) -> bool:
         for path in self._cgroups("pids"):
@@ -849,11 +868,8 @@ class Sandbox(ABC):
         )
         try:
             out, fields = self._control(script, timeout + 40, payload)
-        except SandboxDied as error:
-            exhausted = self.exhausted()
-            if exhausted is None:
-                raise  # not the tests' doing: an infrastructure failure
-            return VerifyResult(0.0, reason=f"verifier: {error}; {exhausted}")
+        except SandboxDied as error:  # the agent's doing, or else raised again as infra
+            return VerifyResult(0.0, reason=self.agent_death(f"verifier: {error}"))
         text = out.decode(errors="replace")
         files_found, test_output, status = _parse_verifier_output(text)
         elapsed = time.monotonic() - started

@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tmax.io import cache_dir
 from tmax.sandbox.base import (
     LABEL,
     SESSION_DIR,
@@ -37,54 +36,13 @@ from tmax.sandbox.base import (
     Sandbox,
     SandboxError,
 )
+from tmax.sandbox.storage import mount_script, sandbox_root, storage_image
 
 log = logging.getLogger("tmax.sandbox.bwrap")
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_GROUP = "tmax"
 CFS_PERIOD_US = 100_000
-
-
-def sandbox_root() -> Path:
-    """Where per-sandbox overlay layers live (marker files make crashes findable)."""
-    return Path(os.environ.get("TMAX_SANDBOX_DIR", "/var/tmp/tmax-sandboxes"))
-
-
-_storage_warned = False
-
-
-def storage_image(size_mb: int) -> Path | None:
-    """An empty ext4 image of ``size_mb`` (sparse, made once per size in the cache), or
-    None where this host cannot make or loop-mount one (the limit is then not enforced,
-    with a warning)."""
-    global _storage_warned
-    path = cache_dir() / "storage" / f"ext4-{size_mb}m.img"
-    if path.is_file():
-        return path
-    problem = None
-    if shutil.which("mkfs.ext4") is None:
-        problem = "mkfs.ext4 is missing (apt-get install e2fsprogs)"
-    elif not Path("/dev/loop-control").exists():
-        problem = "this host has no loop devices (/dev/loop-control)"
-    if problem is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        with open(tmp, "wb") as handle:
-            handle.truncate(size_mb * 1024 * 1024)
-        made = subprocess.run(
-            ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
-             "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(tmp)],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if made.returncode == 0:
-            os.replace(tmp, path)
-            return path
-        tmp.unlink(missing_ok=True)
-        problem = f"mkfs.ext4 failed: {made.stderr.strip()}"
-    if not _storage_warned:
-        log.warning("bwrap sandboxes get no storage limit: %s", problem)
-        _storage_warned = True
-    return None
 
 
 class Cgroup:
@@ -195,6 +153,7 @@ class BwrapSandbox(Sandbox):
         self.dir = sandbox_root() / self.sandbox_id
         self.cgroup = Cgroup(self.sandbox_id)
         self.process: subprocess.Popen[bytes] | None = None
+        self._limited = False
 
     def _bwrap_args(self) -> list[str]:
         args = [
@@ -230,25 +189,12 @@ class BwrapSandbox(Sandbox):
         marker = {LABEL: self.run_id, "rootfs": str(self.rootfs), "host_pid": os.getpid()}
         (self.dir / "sandbox.json").write_text(json.dumps(marker))
         self.cgroup.create(self.limits)
-        store = self.dir / "store"
-        overlay = f"lowerdir={self.rootfs},upperdir={store / 'upper'},workdir={store / 'work'}"
-        merged = shlex.quote(str(self.dir / "merged"))
-        # The writable layer lives on a file system of storage_mb (a sparse ext4 image
-        # on a loop device), mounted in the sandbox's private mount namespace: a disk
-        # bomb ends in ENOSPC inside it, not on the host, and the mount goes with it.
-        image = storage_image(self.limits.storage_mb)
-        quote = shlex.quote
-        layer = f"mkdir -p {quote(str(store / 'upper'))} {quote(str(store / 'work'))}"
-        if image is not None:
-            copy = quote(str(self.dir / "store.ext4"))  # sparse: a few MB of metadata
-            layer = (
-                f"cp --sparse=always {quote(str(image))} {copy} && "
-                f"mount -o loop,nosuid,nodev {copy} {quote(str(store))} && {layer}"
-            )
-        inner = (
-            f"{layer} && mount -t overlay overlay -o {quote(overlay)} {merged}"
-            f" && exec {shlex.join(self._bwrap_args())}"
-        )
+        # The writable layer lives on a file system of storage_mb (storage.py), mounted
+        # in the sandbox's private mount namespace: the mount goes with the sandbox.
+        image = storage_image(self.limits.storage_mb, self.backend)
+        self._limited = image is not None
+        layer = mount_script(image, self.dir / "store", str(self.rootfs), self.dir / "merged")
+        inner = f"{layer} && exec {shlex.join(self._bwrap_args())}"
         self.process = subprocess.Popen(
             ["/bin/sh", "-c", self._launcher(inner)],
             stdin=subprocess.PIPE,
@@ -271,6 +217,13 @@ class BwrapSandbox(Sandbox):
 
     def _anchor_pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
+
+    def _storage_path(self) -> Path | None:
+        # the layer is mounted only in the sandbox's mount namespace: reach it there
+        anchor = self._anchor_pid()
+        if not self._limited or anchor is None:
+            return None
+        return Path(f"/proc/{anchor}/root") / self.dir.relative_to("/") / "store"
 
     def agent_capabilities(self) -> list[str]:
         return list(AGENT_CAPABILITIES)

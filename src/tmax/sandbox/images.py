@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from tmax.io import cache_dir, file_lock, write_json
 
@@ -124,14 +125,17 @@ def podman_image_id(name: str) -> str:
     ).stdout.strip()
 
 
+def podman_image_settings(name: str) -> dict[str, Any]:
+    """An image's run settings (OCI ``Config``: Env, WorkingDir, User, ...)."""
+    found = _run(["podman", "image", "inspect", "--format", "{{json .Config}}", name], "inspect")
+    return json.loads(found.stdout) or {}
+
+
 def podman_image_config(name: str) -> tuple[dict[str, str], str]:
     """An image's environment and working directory (what ``podman run`` would apply)."""
-    fmt = "{{json .Config.Env}}\n{{.Config.WorkingDir}}"
-    env_json, _, workdir = _run(
-        ["podman", "image", "inspect", "--format", fmt, name], "inspect"
-    ).stdout.partition("\n")
-    env = dict(item.split("=", 1) for item in (json.loads(env_json) or []) if "=" in item)
-    return env, workdir.strip() or "/"
+    settings = podman_image_settings(name)
+    env = dict(item.split("=", 1) for item in settings.get("Env") or [] if "=" in item)
+    return env, settings.get("WorkingDir") or "/"
 
 
 _known_bases: dict[str, str] = {}

@@ -5,6 +5,11 @@ memory (no swap), CPU and PID limits and no network unless the task allows it. T
 control shell is a single ``podman exec -i`` of the toolbox's bash; commands then
 cost a pipe round trip instead of an exec each.
 
+Storage: as root the container runs (``--rootfs``) on an overlay we mount on the host
+whose writable layer is a file system of ``storage_mb`` (storage.py); podman's own
+``--storage-opt size`` needs XFS with project quotas, which few hosts have. Without
+root the layer is podman's, unlimited (a warning says so).
+
 Host set-up (done by ./setup.sh): runc as the runtime and explicit ulimits in
 ``/etc/containers/containers.conf.d/`` — crun fails on cgroup-v1-hybrid hosts and
 rootful podman otherwise asks for rlimits above the hard limits.
@@ -12,7 +17,9 @@ rootful podman otherwise asks for rlimits above the hard limits.
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,8 @@ from tmax.sandbox.base import (
     SandboxError,
     capability_names,
 )
+from tmax.sandbox.images import podman_image_settings
+from tmax.sandbox.storage import mount_script, sandbox_root, storage_image
 
 log = logging.getLogger("tmax.sandbox.podman")
 
@@ -48,8 +57,39 @@ class PodmanSandbox(Sandbox):
         self.toolbox = Path(toolbox)
         self.container: str | None = None
         self._pid: int | None = None
+        self.dir = sandbox_root() / "podman" / self.sandbox_id
+        self._layer = False
 
-    def _run_args(self) -> list[str]:
+    def _mount_layer(self) -> list[str]:
+        """Mount the image under a writable layer of storage_mb and return the ``podman
+        run`` arguments that use it (the image's user and environment, which ``--rootfs``
+        does not apply itself); [] where the limit cannot be enforced on this host."""
+        size_image = storage_image(self.limits.storage_mb, self.backend)
+        if size_image is None:
+            return []
+        settings = podman_image_settings(self.image)
+        for sub in ("store", "merged"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        marker = {LABEL: self.run_id, "image": self.image}
+        (self.dir / "sandbox.json").write_text(json.dumps(marker))  # for cleanup only
+        self._layer = True
+        lower = _podman("image", "mount", self.image).stdout.strip()
+        script = mount_script(size_image, self.dir / "store", lower, self.dir / "merged")
+        mounted = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
+        if mounted.returncode != 0:
+            raise SandboxError(f"could not mount the writable layer: {mounted.stderr.strip()}")
+        # no --workdir: podman insists it exists, and the session creates and uses it
+        args: list[str] = []
+        if settings.get("User"):
+            args += ["--user", settings["User"]]
+        for item in settings.get("Env") or []:
+            args += ["--env", item]
+        return [*args, "--rootfs", str(self.dir / "merged")]
+
+    def _storage_path(self) -> Path | None:
+        return self.dir / "store" if self._layer else None
+
+    def _run_args(self, rootfs: list[str]) -> list[str]:
         limits = self.limits
         return [
             "run",
@@ -78,14 +118,18 @@ class PodmanSandbox(Sandbox):
             f"{SESSION_DIR}:rw,size={SESSION_TMPFS_MB}m,mode=700",
             "--entrypoint",
             f"{TOOLBOX}/bin/sleep",
-            self.image,
+            *(rootfs or [self.image]),
             "infinity",
         ]
 
     def _start(self) -> subprocess.Popen[bytes]:
-        result = _podman(*self._run_args(), check=False)
+        try:
+            result = _podman(*self._run_args(self._mount_layer()), check=False)
+        except SandboxError:
+            self._stop()
+            raise
         if result.returncode != 0:
-            _podman("rm", "--force", "--time", "0", self.sandbox_id, check=False)
+            self._stop()
             raise SandboxError(f"podman run {self.image} failed: {result.stderr.strip()[-2000:]}")
         self.container = result.stdout.strip()
         return subprocess.Popen(
@@ -123,10 +167,13 @@ class PodmanSandbox(Sandbox):
         return capability_names(anchor)
 
     def _stop(self) -> None:
-        if self.container is not None:
-            _podman("rm", "--force", "--time", "0", self.container, check=False)
+        if self.container is not None or self._layer:
+            _podman("rm", "--force", "--time", "0", self.sandbox_id, check=False)
             self.container = None
             self._pid = None
+        if self._layer:
+            _unmount_layer(self.dir, self.image)
+            self._layer = False
 
     @classmethod
     def cleanup(cls, run_id: str | None = None) -> list[str]:
@@ -136,4 +183,24 @@ class PodmanSandbox(Sandbox):
         if removed:
             _podman("rm", "--force", "--time", "0", *removed, check=False)
             log.info("removed %d leftover podman sandbox(es)", len(removed))
+        layers = sandbox_root() / "podman"
+        for marker in sorted(layers.glob("*/sandbox.json")) if layers.exists() else []:
+            try:
+                found = json.loads(marker.read_text())
+            except (OSError, json.JSONDecodeError):
+                found = {}
+            if run_id is None or found.get(LABEL) == run_id:
+                _unmount_layer(marker.parent, found.get("image"))
         return removed
+
+
+def _unmount_layer(directory: Path, image: str | None) -> None:
+    """Undo ``_mount_layer`` (whatever part of it was done), container already gone."""
+    for sub in ("merged", "store"):  # the loop device goes with its mount (autoclear)
+        subprocess.run(["umount", str(directory / sub)], capture_output=True)
+    if image:
+        _podman("image", "unmount", image, check=False)
+    if not any(p.is_mount() for p in (directory / "merged", directory / "store")):
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        log.error("%s: the writable layer is still mounted; left in place", directory)

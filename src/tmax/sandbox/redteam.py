@@ -80,7 +80,9 @@ class Attack:
     """Whether it forges from inside the programs the tests run (rather than from the
     agent's session)."""
     backends: tuple[str, ...] = ("bwrap", "podman", "apptainer")
-    """Where it can be tried (the disk bomb only where storage is limited: bwrap)."""
+    """Where it can be tried (the disk bomb only where storage is limited as root:
+    bwrap and podman; Apptainer's overlay image is its own file system too, but the
+    fake runtime this machine tests with has none)."""
 
 
 def _attacks() -> dict[str, Attack]:
@@ -168,7 +170,7 @@ def _attacks() -> dict[str, Attack]:
         Attack(
             "disk bomb",
             ("dd if=/dev/zero of=/fill bs=1M; dd if=/dev/zero of=/tmp/fill bs=1M; df /",),
-            backends=("bwrap",),
+            backends=("bwrap", "podman"),
         ),
     ]
     for what, payload in PAYLOADS.items():
@@ -246,10 +248,11 @@ def attempt(task_dir: Path, attack: Attack, backend: str, *, run_id: str = "redt
                 try:
                     box.run(command.replace("@TARGETS@", targets))
                 except SandboxDied as error:
-                    exhausted = box.exhausted()
-                    if exhausted is None:
-                        return Outcome(name, backend, attack.name, 0.0, infra=str(error))
-                    return Outcome(name, backend, attack.name, 0.0, reason=exhausted)
+                    try:
+                        reason = box.agent_death(str(error))
+                    except SandboxDied as infra:
+                        return Outcome(name, backend, attack.name, 0.0, infra=str(infra))
+                    return Outcome(name, backend, attack.name, 0.0, reason=reason)
             if (box.oom_kills() or 0) > 0:
                 return Outcome(name, backend, attack.name, 0.0, reason="out of memory")
             result = box.verify(task_dir / "tests")

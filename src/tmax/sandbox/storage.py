@@ -1,0 +1,100 @@
+"""A sandbox's writable layer on a file system of its own size.
+
+The image is the read-only lower layer of a kernel overlay; the upper layer lives on
+a sparse ext4 image of ``Limits.storage_mb`` copied per sandbox and loop-mounted, so a
+disk bomb ends in ENOSPC inside the sandbox, never on the host's disk, and the host
+can see how full the layer is (``Sandbox.exhausted``). bwrap mounts it inside the
+sandbox's private mount namespace; rootful podman mounts it on the host and runs the
+container on it with ``--rootfs``. Loop devices need root: elsewhere the layer is a
+plain directory and the limit is not enforced (one warning per process).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from tmax.io import cache_dir
+
+log = logging.getLogger("tmax.sandbox.storage")
+
+FULL_FRACTION = 0.98
+"""A layer this full was filled by its agent (``exhausted`` reports it)."""
+
+_warned = False
+
+
+def sandbox_root() -> Path:
+    """Where per-sandbox layers live (marker files make crashes findable)."""
+    return Path(os.environ.get("TMAX_SANDBOX_DIR", "/var/tmp/tmax-sandboxes"))
+
+
+def _warn(backend: str, problem: str) -> None:
+    global _warned
+    if not _warned:
+        log.warning("%s sandboxes get no storage limit: %s", backend, problem)
+        _warned = True
+
+
+def storage_image(size_mb: int, backend: str) -> Path | None:
+    """An empty ext4 image of ``size_mb`` (sparse, made once per size in the cache), or
+    None where this host cannot make or loop-mount one (the limit is then not enforced,
+    with a warning naming why)."""
+    path = cache_dir() / "storage" / f"ext4-{size_mb}m.img"
+    if os.geteuid() != 0:
+        _warn(backend, "loop-mounting a file system needs root")
+        return None
+    if path.is_file():
+        return path
+    if shutil.which("mkfs.ext4") is None:
+        _warn(backend, "mkfs.ext4 is missing (apt-get install e2fsprogs)")
+        return None
+    if not Path("/dev/loop-control").exists():
+        _warn(backend, "this host has no loop devices (/dev/loop-control)")
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    with open(tmp, "wb") as handle:
+        handle.truncate(size_mb * 1024 * 1024)
+    made = subprocess.run(
+        ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+         "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(tmp)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if made.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        _warn(backend, f"mkfs.ext4 failed: {made.stderr.strip()}")
+        return None
+    os.replace(tmp, path)
+    return path
+
+
+def mount_script(image: Path | None, store: Path, lower: str, merged: Path) -> str:
+    """Shell that mounts the overlay of ``lower`` at ``merged`` with its upper layer in
+    ``store``: on a private copy of ``image`` when there is one (a few MB of metadata,
+    the copy is sparse), else on whatever file system ``store`` is on."""
+    quote = shlex.quote
+    dirs = f"mkdir -p {quote(str(store / 'upper'))} {quote(str(store / 'work'))}"
+    if image is not None:
+        copy = quote(str(store.with_name("store.ext4")))
+        dirs = (
+            f"cp --sparse=always {quote(str(image))} {copy} && "
+            f"mount -o loop,nosuid,nodev {copy} {quote(str(store))} && {dirs}"
+        )
+    options = f"lowerdir={lower},upperdir={store / 'upper'},workdir={store / 'work'}"
+    return f"{dirs} && mount -t overlay overlay -o {quote(options)} {quote(str(merged))}"
+
+
+def fullness(store: Path) -> float | None:
+    """The used fraction of the file system at ``store`` (None if it cannot be read)."""
+    try:
+        stat = os.statvfs(store)
+    except OSError:
+        return None
+    if stat.f_blocks == 0:
+        return None
+    return 1.0 - stat.f_bavail / stat.f_blocks
