@@ -1,4 +1,5 @@
 # Helpers shared by every stage: config validation, paths, input functions.
+import os
 import re
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ except ConfigError as error:
     raise WorkflowError(str(error)) from None
 config.clear()
 config.update(_validated)
+# Read by the sandbox backends in every job (a job re-reads this file on a cluster node).
+os.environ.setdefault("TMAX_SANDBOX_LIMITS", config["sandbox"]["limits"])
 
 
 wildcard_constraints:

@@ -1,11 +1,23 @@
 """The Apptainer backend against a fake ``singularity`` (Apptainer is not installable here).
 
-The fake records every call as a JSON line, keeps instances in a state file and, for
-``exec instance://NAME``, runs the command under bubblewrap on the host's root with
-the instance's toolbox bound at /opt/tmax, as an unprivileged user (uid 1000, no
-capabilities, in a user namespace: what an unprivileged Apptainer gives): the inside
-of the "container" is the host, but base.py's control protocol, the agent's own
-namespaces included, runs end to end through the backend.
+The fake records every call as a JSON line, keeps instances in a state file and
+follows Apptainer's documented behaviour where our backend depends on it:
+
+- ``instance start`` starts a real process (the instance's init) whose PID
+  ``instance list --json`` reports, as Apptainer does; ``instance stop`` kills it.
+- Without ``--fakeroot`` the sandbox user is an ordinary user (uid 1000); with it,
+  root inside a user namespace ("User namespaces and fakeroot" in the admin docs).
+- ``--memory``/``--cpus``/``--pids-limit`` fail the start with Apptainer's message
+  ("while applying cgroups config") where ``$FAKE_APPTAINER_CGROUPS=fail``: a user
+  without cgroups v2 delegation ("Limiting container resources with cgroups").
+- ``overlay create --sparse --size N FILE`` makes a sparse image of N MiB
+  (cmd/internal/cli/overlay_create_linux.go); ``$FAKE_APPTAINER_OVERLAY=fail`` makes
+  it fail as on a host without mkfs.ext3/fuse2fs.
+- ``exec instance://NAME`` runs the command under bubblewrap on the host's root with
+  the toolbox bound at /opt/tmax, in a user namespace, with no capabilities as the
+  ordinary user: the inside of the "container" is the host, but base.py's control
+  protocol, the agent's own namespaces included, runs end to end through the backend.
+- ``build`` writes the definition into the output (no image is built).
 """
 
 from __future__ import annotations
@@ -21,15 +33,20 @@ from typing import Any
 
 import pytest
 
+from tmax.sandbox import apptainer
 from tmax.sandbox.apptainer import (
     ApptainerSandbox,
     build_sif,
+    cgroup_problem,
     dockerfile_to_definition,
     instance_name,
     run_prefix,
 )
 from tmax.sandbox.base import Limits, SandboxError
+from tmax.sandbox.episode import sandbox_for_task
 from tmax.sandbox.images import ImageError
+from tmax.sandbox.redteam import family_task
+from tmax.sandbox.storage import sandbox_root
 from tmax.sandbox.toolbox import enter_binary
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
@@ -42,7 +59,7 @@ TOOLS = [
 ]
 
 FAKE = r"""#!@PYTHON@
-import json, os, sys
+import json, os, signal, subprocess, sys
 
 LOG, STATE = @LOG@, @STATE@
 argv = sys.argv[1:]
@@ -77,13 +94,21 @@ if args[:2] == ["instance", "start"]:
     options, (image, name) = args[2:-2], args[-2:]
     if name in state:
         fatal(f"instance {name} already exists")
+    limited = {"--memory", "--cpus", "--pids-limit"} & set(options)
+    if limited and os.environ.get("FAKE_APPTAINER_CGROUPS") == "fail":
+        fatal("container creation failed: while applying cgroups config: "
+              "rootless cgroups require a D-Bus session")
     binds = [options[i + 1] for i, o in enumerate(options) if o == "--bind"]
     toolbox = next(b.split(":")[0] for b in binds if b.split(":")[1] == "/opt/tmax")
-    state[name] = {"image": image, "toolbox": toolbox, "options": options}
+    init = subprocess.Popen(["sleep", "infinity"], start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    state[name] = {"image": image, "toolbox": toolbox, "options": options, "pid": init.pid}
     save(state)
 elif args[:2] == ["instance", "list"]:
     listed = [
-        {"instance": n, "pid": 123, "img": s["image"], "ip": "", "logErrPath": "", "logOutPath": ""}
+        {"instance": n, "pid": s.get("pid", 0), "img": s["image"], "ip": "",
+         "logErrPath": "", "logOutPath": ""}
         for n, s in state.items()
     ]
     print(json.dumps({"instances": listed}, indent=4))
@@ -91,17 +116,31 @@ elif args[:2] == ["instance", "stop"]:
     name = args[-1]
     if name not in state:
         fatal(f"no instance found with name {name}")
+    if state[name].get("pid"):
+        try:
+            os.kill(state[name]["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     del state[name]
     save(state)
+elif args[:2] == ["overlay", "create"]:
+    if os.environ.get("FAKE_APPTAINER_OVERLAY") == "fail":
+        fatal("mkfs.ext3 not found in PATH")
+    size, path = int(args[args.index("--size") + 1]), args[-1]
+    with open(path, "wb") as handle:
+        handle.truncate(size * 1024 * 1024)
 elif args[:1] == ["exec"]:
     target = next(a for a in args if a.startswith("instance://"))
     instance = state.get(target.removeprefix("instance://")) or fatal(f"no instance {target}")
     command = args[args.index(target) + 1:]
+    envs = [args[i + 1] for i, a in enumerate(args[:args.index(target)]) if a == "--env"]
+    user = ["--uid", "0", "--gid", "0"] if "--fakeroot" in instance["options"] else [
+        "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL"]
+    setenv = [x for e in envs for x in ("--setenv", *e.split("=", 1))]
     os.execvp("bwrap", [
         "bwrap", "--bind", "/", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
         "--ro-bind", instance["toolbox"], "/opt/tmax", "--dev", "/dev", "--proc", "/proc",
-        "--cap-drop", "ALL", "--unshare-all", "--uid", "1000", "--gid", "1000",
-        "--die-with-parent", *command,
+        "--unshare-all", *user, *setenv, "--die-with-parent", *command,
     ])
 elif args[:1] == ["build"]:
     output, definition = args[-2:]
@@ -176,7 +215,7 @@ def start_args(sandbox: ApptainerSandbox, fake: Fake) -> list[str]:
     process.wait(timeout=60)
     process.stdout.close()
     sandbox._stop()
-    return next(c for c in fake.calls() if c[1:3] == ["instance", "start"])
+    return [c for c in fake.calls() if c[1:3] == ["instance", "start"]][-1]  # the last try
 
 
 def test_instance_start_options(fake: Fake, toolbox: Path) -> None:
@@ -188,13 +227,19 @@ def test_instance_start_options(fake: Fake, toolbox: Path) -> None:
     assert argv[:3] == ["--quiet", "instance", "start"]
     assert argv[-2:] == ["/images/task.sif", name]
     options = argv[3:-2]
-    assert "--containall" in options and "--writable-tmpfs" in options
+    assert "--containall" in options and "--no-nv" in options
+    assert "--writable-tmpfs" not in options  # 64 MiB of memory, full without a message
     assert options[options.index("--bind") + 1] == f"{toolbox}:/opt/tmax:ro"
+    layer = sandbox_root() / "apptainer" / name
+    assert options[options.index("--overlay") + 1] == str(layer / "overlay.img")
+    assert options[options.index("--workdir") + 1] == str(layer / "work")
     joined = " ".join(options)
     assert "--net --network none" in joined
-    assert "--memory 1536M" in joined and "--cpus 1.5" in joined
+    assert "--memory 1536M --memory-swap 1536M" in joined and "--cpus 1.5" in joined
     assert "--pids-limit 256" in joined
-    assert "--fakeroot" not in options
+    assert "--fakeroot" not in options  # root needs none
+    assert sandbox.degraded == []
+    assert not layer.exists()  # the writable layer goes with the sandbox
     exec_call = next(c for c in fake.calls() if c[0] == "exec")
     assert exec_call == [
         "exec",
@@ -216,6 +261,77 @@ def test_network_and_fakeroot_flags(fake: Fake, toolbox: Path) -> None:
     assert "--net" not in options and "--network" not in options
     assert "--fakeroot" in options
     assert sandbox.sandbox_id.startswith(run_prefix(os.environ.get("TMAX_RUN_ID", "default")))
+
+
+def test_a_user_without_root_gets_fakeroot_and_limits_that_degrade(
+    fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # a batch job's environment
+    problem = cgroup_problem()
+    assert problem is not None
+    sandbox = ApptainerSandbox("/x.sif", Limits(memory_mb=512), toolbox=toolbox)
+    options = start_args(sandbox, fake)[3:-2]
+    assert "--fakeroot" in options  # else root-owned image files are read-only to us
+    assert "--memory" not in options and "--pids-limit" not in options
+    assert sandbox.degraded == [f"memory/CPU/PID limits: {problem}"]
+    monkeypatch.setenv("TMAX_SANDBOX_LIMITS", "require")
+    with pytest.raises(SandboxError, match="delegate cgroups v2"):
+        ApptainerSandbox("/x.sif", toolbox=toolbox).start()
+    assert ApptainerSandbox("/x.sif", toolbox=toolbox, fakeroot=False).fakeroot is False
+
+
+def test_cgroup_problem_names_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cgroup_problem(uid=0, root=tmp_path) is None
+    assert "cgroups v1" in str(cgroup_problem(uid=1000, root=tmp_path))
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    assert "DBUS_SESSION_BUS_ADDRESS unset" in str(cgroup_problem(uid=1000, root=tmp_path))
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus")
+    assert "no delegated cgroup" in str(cgroup_problem(uid=1000, root=tmp_path))
+    service = tmp_path / "user.slice" / "user-1000.slice" / "user@1000.service"
+    service.mkdir(parents=True)
+    (service / "cgroup.controllers").write_text("cpu pids\n")
+    assert cgroup_problem(uid=1000, root=tmp_path) == (
+        "controllers not delegated to the user: memory"
+    )
+    (service / "cgroup.controllers").write_text("cpu memory pids\n")
+    assert cgroup_problem(uid=1000, root=tmp_path) is None
+
+
+def test_a_start_that_fails_on_cgroups_is_retried_without_them_under_best_effort(
+    fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_APPTAINER_CGROUPS", "fail")
+    sandbox = ApptainerSandbox("/x.sif", toolbox=toolbox)
+    options = start_args(sandbox, fake)[3:-2]
+    assert "--memory" not in options
+    (degraded,) = sandbox.degraded
+    assert "while applying cgroups config" in degraded
+    monkeypatch.setenv("TMAX_SANDBOX_LIMITS", "require")
+    with pytest.raises(SandboxError, match="cgroups v2 delegated"):
+        ApptainerSandbox("/x.sif", toolbox=toolbox).start()
+    monkeypatch.setenv("TMAX_SANDBOX_LIMITS", "off")
+    off = ApptainerSandbox("/x.sif", toolbox=toolbox)
+    assert "--memory" not in start_args(off, fake) and off.degraded == []
+    monkeypatch.setenv("TMAX_SANDBOX_LIMITS", "sometimes")
+    with pytest.raises(SandboxError, match="require, best_effort, off"):
+        ApptainerSandbox("/x.sif", toolbox=toolbox).start()
+
+
+def test_without_overlay_images_the_layer_is_a_directory_and_says_so(
+    fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_APPTAINER_OVERLAY", "fail")
+    monkeypatch.setattr(apptainer, "_overlay_templates", {})
+    monkeypatch.setenv("TMAX_SANDBOX_DIR", str(fake.bin_dir.parent / "sandboxes"))
+    sandbox = ApptainerSandbox("/x.sif", Limits(storage_mb=77), toolbox=toolbox)
+    options = start_args(sandbox, fake)[3:-2]
+    assert options[options.index("--overlay") + 1].endswith("/overlay")
+    assert sandbox.degraded == ["storage: a directory overlay (overlay images unavailable)"]
 
 
 def test_binary_override(fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,6 +365,32 @@ def test_control_shell_runs_commands(sandbox: ApptainerSandbox, fake: Fake) -> N
     assert sandbox.run("pwd").output == "/tmp\n"
     assert sandbox.run('echo "$GREETING"').output == "hello\n"
     assert sandbox.run("sleep 5", timeout=1).timed_out
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_the_instance_pid_anchors_the_hosts_view(fake: Fake, toolbox: Path) -> None:
+    env = {"GREETING": "from-a-task-ENV-step"}
+    with ApptainerSandbox("/images/task.sif", toolbox=toolbox, env=env) as sandbox:
+        init = fake.instances()[sandbox.sandbox_id]["pid"]
+        assert sandbox._anchor_pid() == init
+        assert sandbox.run('echo "$GREETING"').output == "from-a-task-ENV-step\n"
+        assert sandbox.run("id -u").output == "1000\n"  # not root: no --fakeroot asked
+        sandbox.run("sleep 300 &")
+        sleeping = [pid for pid in sandbox.sandbox_pids() if _cmdline(pid) == "sleep 300"]
+        assert len(sleeping) == 1  # the agent's processes, which descend from the exec
+        assert init in sandbox.sandbox_pids()
+        assert sandbox._cgroups("memory") == []  # never the job's own cgroup
+        assert sandbox.reap() >= 1
+        assert not [pid for pid in sandbox.sandbox_pids() if _cmdline(pid) == "sleep 300"]
+        assert sandbox.run("echo alive").output == "alive\n"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
 
 
 @pytest.mark.slow
@@ -343,6 +485,59 @@ def test_dockerfile_to_definition() -> None:
     assert "%startscript" not in definition
 
 
+def _apptainer_files(definition: str, context: Path, rootfs: Path) -> None:
+    """Run ``%files`` as Apptainer's build does (internal/pkg/build/files/copy.go): a
+    destination ending in ``/`` is created whole, else only its parent; then
+    ``cp -fLr SRC DST`` from the build context."""
+    for line in section(definition, "files"):
+        source, destination = line.split()
+        target = str(rootfs) + destination
+        if not Path(target).exists():
+            made = Path(target) if destination.endswith("/") else Path(target).parent
+            made.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-fLr", source, target], cwd=context, check=True)
+
+
+def _docker_copy(context: Path, rootfs: Path, copies: list[tuple[str, str]]) -> None:
+    """What Docker's COPY does: a directory's contents land in the destination."""
+    for source, destination in copies:
+        target = Path(str(rootfs) + destination)
+        if (context / source).is_dir():
+            shutil.copytree(context / source, target, dirs_exist_ok=True)
+        else:
+            made = target if destination.endswith("/") else target.parent
+            made.mkdir(parents=True, exist_ok=True)
+            shutil.copy(context / source, target)
+
+
+@pytest.mark.parametrize(
+    ("task", "copies"),
+    [
+        ("redteam/swe-shaped-fix-median", [("testbed", "/testbed/")]),
+        ("tasks/sum-csv-column", [("data", "/app/data/")]),
+    ],
+)
+def test_copied_directories_land_where_docker_puts_them(
+    tmp_path: Path, task: str, copies: list[tuple[str, str]]
+) -> None:
+    pytest.importorskip("spython")
+    context = Path(__file__).parents[1] / "fixtures" / task / "environment"
+    definition = dockerfile_to_definition((context / "Dockerfile").read_text(), context=context)
+    _apptainer_files(definition, context, tmp_path / "apptainer")
+    _docker_copy(context, tmp_path / "docker", copies)
+
+    def tree(root: Path) -> list[str]:
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+    assert tree(tmp_path / "apptainer") == tree(tmp_path / "docker")
+    # without the build context only sources spelled with a trailing / are known dirs
+    nested = dockerfile_to_definition("FROM x\nCOPY app /app/\n")
+    assert section(nested, "files") == ["app /app/"]
+    assert section(dockerfile_to_definition("FROM x\nCOPY app/ /app/\n"), "files") == [
+        "app/. /app/"
+    ]
+
+
 def test_dockerfile_to_definition_with_a_local_base(tmp_path: Path) -> None:
     pytest.importorskip("spython")
     base = tmp_path / "base.sif"
@@ -422,6 +617,23 @@ def test_build_sif_rebuilds_when_its_local_base_changes(fake: Fake, tmp_path: Pa
     build_sif("Bootstrap: docker\nFrom: debian:trixie-slim\n", context, base)
     build_sif(definition, context, child)
     assert build_count() == 4
+
+
+def test_a_generated_task_runs_on_its_domains_sif_plus_its_own_steps(
+    fake: Fake, toolbox: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("spython")
+    monkeypatch.setenv("TMAX_SIF_DIR", str(tmp_path / "sif"))
+    boxes = [
+        sandbox_for_task(family_task(name, tmp_path / name), "apptainer", toolbox=toolbox)
+        for name in ("data_querying.sales_report", "data_querying.sales_report")
+    ]
+    for box in boxes:
+        assert isinstance(box, ApptainerSandbox)
+        assert box.image == str(tmp_path / "sif" / "base-data_querying.sif")
+        assert box.workdir == "/app" and len(box.on_start) == 1  # COPY app/, RUN sqlite3
+    builds = [c for c in fake.calls() if c[0] == "build"]
+    assert len(builds) == 1  # the domain image, once; no image per task
 
 
 # --- a real Apptainer, where there is one -----------------------------------------------

@@ -142,6 +142,7 @@ def run_trial(
     agent_run: AgentRun | None = None
     verification: VerifyResult | None = None
     harness = None
+    sandbox: Sandbox | None = None
     try:
         harness = make_harness(spec.harness, settings)
         task = read_task(spec.task_dir)
@@ -202,6 +203,7 @@ def run_trial(
             "sandbox_time_sec": agent_run.sandbox_time_sec if agent_run else None,
             "model_time_sec": usage.model_time_sec if usage else None,
             "verifier_reason": verification.reason if verification else None,
+            "sandbox_degraded": list(sandbox.degraded) if sandbox is not None else [],
         }
     }
     result = {

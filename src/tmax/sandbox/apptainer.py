@@ -1,10 +1,28 @@
 """Apptainer (formerly Singularity): the cluster backend.
 
 One Apptainer *instance* per sandbox, started with ``--containall`` (own PID, IPC
-and mount namespaces, clean environment, private /tmp and home), a writable tmpfs
-overlay over the read-only image, the toolbox bound read-only at ``/opt/tmax``, no
-network unless the task allows it, and memory, CPU and PID limits. The control
+and mount namespaces, clean environment, private /tmp and home), the toolbox bound
+read-only at ``/opt/tmax``, no network unless the task allows it, no GPU. The control
 shell is one ``exec`` of the toolbox's bash into the instance.
+
+Made for a cluster user without root (Apptainer's docs: "User namespaces and
+fakeroot", "Persistent overlays", "Limiting container resources with cgroups"):
+
+- ``--fakeroot`` unless we are root: without it the sandbox user is the host user,
+  root-owned image files are read-only to it and every verification scores 0. A
+  site that forbids it fails the start with a message saying what to ask for.
+- The writable layer is an ``--overlay`` on node-local disk (``$TMAX_SANDBOX_DIR``):
+  an ext3 image of ``storage_mb`` where ``apptainer overlay create`` works (a full
+  disk is then ENOSPC inside the sandbox, and visible to ``exhausted``), a directory
+  otherwise. ``--writable-tmpfs`` would hold everything in 64 MiB of memory
+  (``sessiondir max size``) and fail without saying so.
+- Memory/CPU/PID limits need cgroups v2 delegated to the user (systemd user session)
+  unless we are root. ``$TMAX_SANDBOX_LIMITS`` (``sandbox.limits``) decides what
+  happens where they cannot be applied: ``require`` fails the start, ``best_effort``
+  (default) starts without them and records it in ``degraded`` (command timeouts
+  and the host-side process sweep still apply), ``off`` never asks.
+- The instance's PID (``instance list --json``) anchors the host's view: its cgroup
+  when Apptainer made one for it, else its process tree.
 
 Commands go to a binary named ``singularity`` (the name spython drives and Apptainer
 installs as a compatibility alias; ``$TMAX_APPTAINER_BIN`` overrides it). They are
@@ -22,6 +40,7 @@ Apptainer cannot be installed on Debian 12 (bookworm); use podman or bwrap there
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -36,9 +55,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmax.io import file_lock, write_text
-from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
-from tmax.sandbox.images import ImageError
+from tmax.io import cache_dir, file_lock, write_text
+from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError, cgroup_dirs
+from tmax.sandbox.images import ImageError, domain_definition
+from tmax.sandbox.storage import sandbox_root
 
 log = logging.getLogger("tmax.sandbox.apptainer")
 
@@ -49,7 +69,9 @@ START_TIMEOUT_SEC = 900.0
 STOP_TIMEOUT_SEC = 60.0
 """``instance stop`` waits up to 10 s for SIGTERM before it kills."""
 BUILD_TIMEOUT_SEC = 3 * 3600.0
-KEY_FORMAT = "tmax-apptainer-sif-1"
+KEY_FORMAT = "tmax-apptainer-sif-2"
+LIMITS_ENV = "TMAX_SANDBOX_LIMITS"
+LIMIT_MODES = ("require", "best_effort", "off")
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -113,8 +135,8 @@ def instance_name(run_id: str, sandbox_id: str) -> str:
     return run_prefix(run_id) + _sanitize(sandbox_id.removeprefix("tmax-"))
 
 
-def list_instances(binary: str | None = None) -> list[str]:
-    """Names of this user's running instances (``instance list --json``)."""
+def _instance_entries(binary: str | None = None) -> list[dict[str, Any]]:
+    """This user's running instances as ``instance list --json`` describes them."""
     binary = binary or _require_binary()
     result = _run([binary, "--quiet", "instance", "list", "--json"], timeout=STOP_TIMEOUT_SEC)
     try:
@@ -126,12 +148,58 @@ def list_instances(binary: str | None = None) -> list[str]:
         log.debug("instance list failed (%s): %s", result.returncode, _tail(result))
         return []
     instances = (data.get("instances") or []) if isinstance(data, dict) else []
-    names = [
-        entry.get("instance") or entry.get("daemon_name")
-        for entry in instances
-        if isinstance(entry, dict)
-    ]
+    return [entry for entry in instances if isinstance(entry, dict)]
+
+
+def list_instances(binary: str | None = None) -> list[str]:
+    """Names of this user's running instances."""
+    names = [e.get("instance") or e.get("daemon_name") for e in _instance_entries(binary)]
     return [name for name in names if isinstance(name, str) and name]
+
+
+def instance_pids(binary: str | None = None) -> dict[str, int]:
+    """This user's instances and their host PIDs."""
+    return {
+        entry["instance"]: entry["pid"]
+        for entry in _instance_entries(binary)
+        if isinstance(entry.get("instance"), str)
+        and isinstance(entry.get("pid"), int)
+        and entry["pid"] > 0
+    }
+
+
+def _process_tree(root: int) -> list[int]:
+    """``root`` and every process below it (``/proc/*/task/*/children``)."""
+    found, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                queue += [int(child) for child in task.read_text().split()]
+            except OSError:
+                continue
+    return sorted(set(found))
+
+
+_HINTS = (
+    (r"fakeroot|subuid|subgid|newuidmap|user namespace",
+     "the site does not allow --fakeroot for this user: ask the admins for an entry in "
+     "/etc/subuid and /etc/subgid (or `apptainer config fakeroot --add <user>`) and for "
+     "unprivileged user namespaces"),
+    (r"overlay",
+     "the writable overlay could not be mounted: Apptainer >= 1.1 needs fuse2fs and "
+     "fuse-overlayfs (or a kernel that allows overlay in user namespaces) for it"),
+    (r"cgroup",
+     "resource limits need cgroups v2 delegated to users; set sandbox.limits: best_effort"),
+)  # fmt: skip
+
+
+def _explain(result: subprocess.CompletedProcess[str]) -> str:
+    """Apptainer's message, with what to ask for where we know the cause."""
+    tail = _tail(result)
+    hints = [hint for pattern, hint in _HINTS if re.search(pattern, tail, re.IGNORECASE)]
+    return tail + "".join(f"\n-> {hint}" for hint in hints[:1])
 
 
 def stop_instance(name: str, binary: str | None = None) -> bool:
@@ -153,6 +221,70 @@ def stop_instance(name: str, binary: str | None = None) -> bool:
     return False
 
 
+# --- what this host allows ------------------------------------------------------------
+
+
+def limits_mode() -> str:
+    """``$TMAX_SANDBOX_LIMITS`` (set from ``sandbox.limits``): require, best_effort, off."""
+    mode = os.environ.get(LIMITS_ENV) or "best_effort"
+    if mode not in LIMIT_MODES:
+        raise SandboxError(f"{LIMITS_ENV}={mode!r}: choose one of {', '.join(LIMIT_MODES)}")
+    return mode
+
+
+def cgroup_problem(uid: int | None = None, root: Path = Path("/sys/fs/cgroup")) -> str | None:
+    """Why Apptainer could not apply memory/CPU/PID limits for this user (None: it can).
+
+    Root always can. A user needs cgroups v2 with the memory, pids and cpu controllers
+    delegated to their systemd user instance, and that instance reachable (a user
+    D-Bus session and ``XDG_RUNTIME_DIR``), which batch jobs often lack."""
+    uid = os.geteuid() if uid is None else uid
+    if uid == 0:
+        return None
+    if not (root / "cgroup.controllers").exists():
+        return "the host uses cgroups v1 (limits for users need cgroups v2)"
+    missing = [n for n in ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS") if not os.environ.get(n)]
+    if missing:
+        return f"no systemd user session ({' and '.join(missing)} unset)"
+    service = root / "user.slice" / f"user-{uid}.slice" / f"user@{uid}.service"
+    try:
+        delegated = set((service / "cgroup.controllers").read_text().split())
+    except OSError:
+        return f"no delegated cgroup for this user ({service})"
+    lacking = sorted({"memory", "pids", "cpu"} - delegated)
+    if lacking:
+        return f"controllers not delegated to the user: {', '.join(lacking)}"
+    return None
+
+
+_overlay_templates: dict[int, Path | None] = {}
+
+
+def overlay_image(size_mb: int, binary: str) -> Path | None:
+    """An empty overlay image of ``size_mb`` (``overlay create --sparse``, made once per
+    size in ``$TMAX_SANDBOX_DIR``), or None where this Apptainer cannot make one."""
+    if size_mb in _overlay_templates:
+        return _overlay_templates[size_mb]
+    path = sandbox_root() / "apptainer" / f"overlay-{size_mb}m.img"
+    made: Path | None = path
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+        result = _run(
+            [binary, "overlay", "create", "--sparse", "--size", str(size_mb), str(tmp)],
+            timeout=STOP_TIMEOUT_SEC,
+        )
+        if result.returncode == 0 and tmp.is_file():
+            os.replace(tmp, path)
+        else:
+            tmp.unlink(missing_ok=True)
+            log.warning("apptainer sandboxes get no storage limit (a directory overlay): "
+                        "overlay create failed: %s", _tail(result))  # fmt: skip
+            made = None
+    _overlay_templates[size_mb] = made
+    return made
+
+
 # --- the sandbox ----------------------------------------------------------------------
 
 
@@ -167,64 +299,142 @@ class ApptainerSandbox(Sandbox):
         limits: Limits | None = None,
         *,
         toolbox: Path,
-        fakeroot: bool = False,
+        fakeroot: bool | None = None,
+        env: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(str(image), limits, **kwargs)
         self.toolbox = Path(toolbox).absolute()
-        self.fakeroot = fakeroot
+        self.fakeroot = os.geteuid() != 0 if fakeroot is None else fakeroot
+        """Root inside for a user without root (the default then)."""
+        self.env = dict(env or {})
+        """Environment of the session beyond the image's (a task's ENV steps)."""
         self.sandbox_id = instance_name(self.run_id, self.sandbox_id)
         self.instance: str | None = None
+        self.dir = sandbox_root() / "apptainer" / self.sandbox_id
+        self._cgroup_limits = False
+        self._overlay_image = False
+        self._pid: int | None = None
+        self._exec_pid: int | None = None
 
-    def _start_args(self) -> list[str]:
+    def _start_args(self, cgroup_limits: bool = True) -> list[str]:
         """``instance start`` options, image and name (after the global flags)."""
         toolbox = str(self.toolbox)
         if ":" in toolbox or "," in toolbox:
             raise SandboxError(f"toolbox path {toolbox!r} cannot be bound (contains ':' or ',')")
         limits = self.limits
-        options = ["--containall", "--writable-tmpfs", "--bind", f"{toolbox}:{TOOLBOX}:ro"]
+        options = ["--containall", "--no-nv", "--bind", f"{toolbox}:{TOOLBOX}:ro"]
+        overlay = self.dir / ("overlay.img" if self._overlay_image else "overlay")
+        options += ["--overlay", str(overlay), "--workdir", str(self.dir / "work")]
         if not limits.network:
             options += ["--net", "--network", "none"]
         if self.fakeroot:
             options.append("--fakeroot")
-        options += [
-            "--memory",
-            f"{limits.memory_mb}M",
-            "--cpus",
-            f"{limits.cpus:g}",
-            "--pids-limit",
-            str(limits.pids),
-        ]
+        if cgroup_limits:
+            options += ["--memory", f"{limits.memory_mb}M", "--memory-swap", f"{limits.memory_mb}M"]
+            options += ["--cpus", f"{limits.cpus:g}", "--pids-limit", str(limits.pids)]
         return ["instance", "start", *options, self.image, self.sandbox_id]
+
+    def _make_overlay(self, binary: str) -> None:
+        """The instance's writable layer on node-local disk: a private sparse copy of an
+        overlay image of storage_mb, or a directory where images cannot be made."""
+        (self.dir / "work").mkdir(parents=True, exist_ok=True)
+        template = overlay_image(self.limits.storage_mb, binary)
+        self._overlay_image = template is not None
+        if template is None:
+            (self.dir / "overlay").mkdir(exist_ok=True)
+            self.degraded.append("storage: a directory overlay (overlay images unavailable)")
+            return
+        copied = subprocess.run(
+            ["cp", "--sparse=always", str(template), str(self.dir / "overlay.img")],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if copied.returncode != 0:
+            raise SandboxError(f"cannot copy the overlay image: {copied.stderr.strip()}")
 
     def _start(self) -> subprocess.Popen[bytes]:
         binary = _require_binary()
         name = self.sandbox_id
-        try:
-            result = _run([binary, "--quiet", *self._start_args()], timeout=START_TIMEOUT_SEC)
-        except SandboxError:
-            stop_instance(name, binary)  # a timed-out start may have left it running
-            raise
+        mode = limits_mode()
+        problem = None if mode == "off" else cgroup_problem()
+        if problem and mode == "require":
+            raise SandboxError(
+                f"apptainer cannot apply memory/CPU/PID limits here: {problem}. Ask the "
+                "admins to delegate cgroups v2 controllers to users (systemd), or set "
+                "sandbox.limits: best_effort"
+            )
+        self._cgroup_limits = mode != "off" and problem is None
+        if problem and mode == "best_effort":
+            self.degraded.append(f"memory/CPU/PID limits: {problem}")
+        self._make_overlay(binary)
+        result = self._instance_start(binary)
+        if result.returncode != 0 and self._cgroup_limits and mode == "best_effort":
+            tail = _tail(result)
+            if re.search(r"cgroup", tail, re.IGNORECASE):  # e.g. "while applying cgroups config"
+                self.degraded.append(
+                    f"memory/CPU/PID limits: instance start failed with them: {tail}"
+                )
+                self._cgroup_limits = False
+                result = self._instance_start(binary)
         if result.returncode != 0:
             stop_instance(name, binary)
-            raise SandboxError(f"apptainer instance start {self.image} failed: {_tail(result)}")
+            raise SandboxError(f"apptainer instance start {self.image} failed: {_explain(result)}")
         self.instance = name
+        for what in self.degraded:
+            log.warning("%s runs without %s", name, what)
         # --cleanenv: an exec into an instance otherwise inherits the host environment
         # (API keys and tokens of the job) no matter how the instance was started.
-        command = [binary, "exec", "--cleanenv", f"instance://{name}"]
-        command += [f"{TOOLBOX}/bin/bash", "--noprofile", "--norc"]
+        command = [binary, "exec", "--cleanenv"]
+        for key, value in self.env.items():
+            command += ["--env", f"{key}={value}"]
+        command += [f"instance://{name}", f"{TOOLBOX}/bin/bash", "--noprofile", "--norc"]
         try:
-            return subprocess.Popen(
+            process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
             )
         except OSError as error:
             self._stop()
             raise SandboxError(f"cannot exec into apptainer instance {name}: {error}") from None
+        self._exec_pid = process.pid
+        return process
+
+    def _instance_start(self, binary: str) -> subprocess.CompletedProcess[str]:
+        args = self._start_args(cgroup_limits=self._cgroup_limits)
+        try:
+            return _run([binary, "--quiet", *args], timeout=START_TIMEOUT_SEC)
+        except SandboxError:
+            stop_instance(self.sandbox_id, binary)  # a timed-out start may have left it running
+            raise
+
+    def _anchor_pid(self) -> int | None:
+        """The instance's PID on the host (``instance list --json``)."""
+        if self.instance is not None and self._pid is None:
+            with contextlib.suppress(SandboxError):
+                self._pid = instance_pids().get(self.instance)
+        return self._pid
+
+    def _cgroups(self, controller: str) -> list[Path]:
+        # Without limits Apptainer makes no cgroup: the instance sits in the job's own
+        # (the trainer's too). Never read or sweep that one as if it were the sandbox's.
+        if not self._cgroup_limits:
+            return []
+        found = super()._cgroups(controller)
+        return [] if found == cgroup_dirs(os.getpid(), controller) else found
+
+    def sandbox_pids(self) -> list[int]:
+        if self._cgroups("pids"):
+            return super().sandbox_pids()
+        # the instance's own processes, and those exec'd into it (the control shell,
+        # so the agent's too), which on the host descend from the exec, not the init
+        roots = [self._anchor_pid(), self._exec_pid]
+        return sorted({pid for root in roots if root for pid in _process_tree(root)})
 
     def _stop(self) -> None:
         if self.instance is not None:
             name, self.instance = self.instance, None
             stop_instance(name)
+        self._pid = self._exec_pid = None
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     @classmethod
     def cleanup(cls, run_id: str | None = None) -> list[str]:
@@ -238,6 +448,10 @@ class ApptainerSandbox(Sandbox):
             log.warning("could not list apptainer instances: %s", error)
             return []
         removed = [name for name in leftovers if stop_instance(name, binary)]
+        layers = sandbox_root() / "apptainer"
+        for directory in layers.glob(f"{prefix}*") if layers.is_dir() else []:
+            if directory.name not in leftovers or directory.name in removed:
+                shutil.rmtree(directory, ignore_errors=True)  # its writable layer
         if removed:
             log.info("stopped %d leftover apptainer sandbox(es)", len(removed))
         return removed
@@ -251,13 +465,17 @@ _FROM_LINE = re.compile(r"^\s*FROM\s", re.IGNORECASE)
 _DROPPED_FLAG = re.compile(r"--(chown|chmod|link)(=\S*)?$")
 
 
-def _prepare_dockerfile(text: str) -> str:
+def _prepare_dockerfile(text: str, context: Path | None = None) -> str:
     """Fix what spython's converter gets wrong in COPY/ADD lines.
 
     ``--chown``/``--chmod``/``--link`` would become source paths in ``%files``
     (Apptainer copies as the building user; there is no equivalent), and a relative
     destination is relative to the current WORKDIR in Docker but to ``/`` in
-    ``%files``, so it is made absolute here.
+    ``%files``, so it is made absolute here. Docker copies a directory's *contents*;
+    ``%files`` runs ``cp -fLr SRC DST`` after creating DST when it ends in ``/``
+    (Apptainer's internal/pkg/build/files/copy.go), which puts ``app/`` at
+    ``/app/app``; a directory source (one ending in ``/``, or a directory in
+    ``context``) becomes ``SRC/.``, which cp copies the contents of.
     """
     lines = []
     workdir = "/"
@@ -275,6 +493,10 @@ def _prepare_dockerfile(text: str) -> str:
             words = [w for w in words if w not in dropped]
             if dropped:
                 log.debug("dropping %s from %s (no Apptainer equivalent)", dropped, verb)
+            for index, word in enumerate(words[:-1]):
+                is_dir = context is not None and (context / word).is_dir()
+                if not word.startswith("-") and (word.endswith("/") or is_dir):
+                    words[index] = word.rstrip("/") + "/."
             if len(words) >= 2 and not words[-1].startswith("/"):
                 dest = words[-1]
                 absolute = posixpath.normpath(posixpath.join(workdir, dest))
@@ -310,7 +532,9 @@ def _drop_section(definition: str, section: str) -> str:
     return "\n".join(out)
 
 
-def dockerfile_to_definition(dockerfile_text: str, base: str | Path | None = None) -> str:
+def dockerfile_to_definition(
+    dockerfile_text: str, base: str | Path | None = None, context: Path | None = None
+) -> str:
     """Convert a task Dockerfile to an Apptainer definition with spython's converter.
 
     ``base`` replaces every stage's ``FROM`` image: a ``.sif`` or other path becomes
@@ -318,6 +542,8 @@ def dockerfile_to_definition(dockerfile_text: str, base: str | Path | None = Non
     its scheme, a bare name from Docker. ``ENV`` values are exported in ``%post`` (as
     Docker exports them to later ``RUN`` steps), and ``%startscript`` is left out so
     that, as under podman, an instance runs no image service on its own.
+
+    ``context`` (the build context) tells which COPY sources are directories.
 
     Known limits of the conversion: ``%files`` runs before ``%post`` whatever the
     Dockerfile order, and JSON-form ``COPY ["a", "b"]`` is not understood.
@@ -327,7 +553,7 @@ def dockerfile_to_definition(dockerfile_text: str, base: str | Path | None = Non
 
     with tempfile.TemporaryDirectory(prefix="tmax-dockerfile-") as tmp:
         path = Path(tmp) / "Dockerfile"
-        path.write_text(_prepare_dockerfile(dockerfile_text))
+        path.write_text(_prepare_dockerfile(dockerfile_text, context))
         try:
             recipes = DockerParser(str(path)).recipe
         except SystemExit:  # spython's bot.exit()
@@ -351,6 +577,27 @@ def dockerfile_to_definition(dockerfile_text: str, base: str | Path | None = Non
             flags=re.MULTILINE,
         )
     return definition.rstrip("\n") + "\n"
+
+
+def sif_dir() -> Path:
+    """Where SIF images go: ``$TMAX_SIF_DIR``, else ``sif/`` in the project cache. On a
+    cluster point it at scratch (a SIF is ~130 MB; home quotas are small)."""
+    return Path(os.environ.get("TMAX_SIF_DIR") or cache_dir() / "sif")
+
+
+def domain_sif(domain: str) -> Path:
+    """A domain's base image as a SIF, built once (content-keyed): the images stage
+    builds it where the network is; episodes on compute nodes only find it."""
+    dockerfile = domain_definition(domain)
+    definition = dockerfile_to_definition(dockerfile.read_text(), context=dockerfile.parent)
+    return build_sif(definition, dockerfile.parent, sif_dir() / f"base-{domain}.sif")
+
+
+def task_sif(task_dir: Path, name: str) -> Path:
+    """The SIF of a task whose Dockerfile is not a domain base plus simple steps."""
+    context = Path(task_dir) / "environment"
+    definition = dockerfile_to_definition((context / "Dockerfile").read_text(), context=context)
+    return build_sif(definition, context, sif_dir() / f"{name}.sif")
 
 
 def _hash_tree(digest: Any, root: Path, skip: Path | None) -> None:

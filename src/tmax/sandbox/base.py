@@ -139,7 +139,7 @@ class VerifyResult:
     duration_sec: float = 0.0
 
 
-def _cgroup_dirs(pid: int, controller: str) -> list[Path]:
+def cgroup_dirs(pid: int, controller: str) -> list[Path]:
     """Host paths of ``pid``'s cgroup for a v1 controller, or its v2 cgroup."""
     dirs = []
     try:
@@ -459,6 +459,8 @@ class Sandbox(ABC):
         self._protected: set[int] = set()
         self.died: str | None = None
         self._exhaustion_baseline = (0, 0)
+        self.degraded: list[str] = []
+        """Limits this sandbox runs without on this host, and why (also logged)."""
 
     # --- what a backend implements -------------------------------------------------
 
@@ -496,7 +498,7 @@ class Sandbox(ABC):
             anchor = self._anchor_pid()
             if anchor is None:
                 return []
-            self._cgroup_cache[controller] = _cgroup_dirs(anchor, controller)
+            self._cgroup_cache[controller] = cgroup_dirs(anchor, controller)
         return self._cgroup_cache[controller]
 
     def oom_kills(self) -> int | None:

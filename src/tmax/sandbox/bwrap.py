@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tmax.sandbox import storage
 from tmax.sandbox.base import (
     LABEL,
     SESSION_DIR,
@@ -193,6 +194,8 @@ class BwrapSandbox(Sandbox):
         # in the sandbox's private mount namespace: the mount goes with the sandbox.
         image = storage_image(self.limits.storage_mb, self.backend)
         self._limited = image is not None
+        if image is None:
+            self.degraded.append(storage.problem or "storage: not limited")
         layer = mount_script(image, self.dir / "store", str(self.rootfs), self.dir / "merged")
         inner = f"{layer} && exec {shlex.join(self._bwrap_args())}"
         self.process = subprocess.Popen(

@@ -9,6 +9,7 @@ sandbox turn by turn and end episodes by the same rules.
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from tmax.sandbox.base import (
 from tmax.sandbox.images import (
     build_podman_image,
     definitions_dir,
+    domain_definition,
     domain_image,
     ensure_podman_base,
     podman_image_config,
@@ -124,6 +126,22 @@ def layered_image(task_dir: Path) -> LayeredImage | None:
     return None
 
 
+def _fold_steps(
+    steps: Sequence[str], env: dict[str, str], workdir: str
+) -> tuple[dict[str, str], str]:
+    """The environment and working directory after ``steps``' ENV and WORKDIR."""
+    env = dict(env)
+    for step in steps:
+        keyword, _, argument = step.partition(" ")
+        if keyword == "WORKDIR":
+            workdir = posixpath.normpath(posixpath.join(workdir, argument.strip()))
+        elif keyword == "ENV":
+            for pair in argument.split():
+                key, _, value = pair.partition("=")
+                env[key] = value
+    return env, workdir
+
+
 def _apply_steps(task_dir: Path, steps: Sequence[str]) -> Callable[[Sandbox], None]:
     """An on-start hook that performs COPY/RUN steps inside a started sandbox."""
 
@@ -167,37 +185,27 @@ def sandbox_for_task(
             env, workdir = rootfs_config(rootfs)
             return open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
         rootfs = _cached_domain_rootfs(layered.domain)
-        env, workdir = rootfs_config(rootfs)
-        for step in layered.steps:
-            keyword, _, argument = step.partition(" ")
-            if keyword == "WORKDIR":
-                workdir = argument
-            elif keyword == "ENV":
-                for pair in argument.split():
-                    key, _, value = pair.partition("=")
-                    env[key] = value
+        env, workdir = _fold_steps(layered.steps, *rootfs_config(rootfs))
         box = open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
         box.on_start.append(_apply_steps(task_dir, layered.steps))
         return box
     if backend == "apptainer":
-        from tmax.io import cache_dir
-        from tmax.sandbox.apptainer import build_sif, dockerfile_to_definition
+        from tmax.sandbox.apptainer import domain_sif, task_sif
 
         prebuilt = task.config.get("environment", "docker_image")
-        if prebuilt:
-            image = f"docker://{prebuilt}"
-        else:
-            definition = dockerfile_to_definition(
-                (task_dir / "environment" / "Dockerfile").read_text()
-            )
-            image = str(
-                build_sif(
-                    definition,
-                    task_dir / "environment",
-                    cache_dir() / "sif" / f"{task.name}.sif",
-                )
-            )
-        return open_sandbox("apptainer", image, limits, **common)
+        layered = None if prebuilt else layered_image(task_dir)
+        if layered is None:  # a prebuilt image, or a Dockerfile of its own: one SIF each
+            image = f"docker://{prebuilt}" if prebuilt else str(task_sif(task_dir, task.name))
+            return open_sandbox("apptainer", image, limits, **common)
+        # The domain's SIF (built once, in the images stage) plus the task's steps at
+        # start, as bwrap does: no per-task build, no registry on the compute node.
+        base_steps = dockerfile_instructions(domain_definition(layered.domain).read_text())
+        _, workdir = _fold_steps(base_steps, {}, "/")  # the base's ENV is in the SIF
+        env, workdir = _fold_steps(layered.steps, {}, workdir)
+        image = str(domain_sif(layered.domain))
+        box = open_sandbox("apptainer", image, limits, env=env, workdir=workdir, **common)
+        box.on_start.append(_apply_steps(task_dir, layered.steps))
+        return box
     return open_sandbox(backend, "", limits, **common)  # raises: unknown backend
 
 

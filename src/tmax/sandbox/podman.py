@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tmax.sandbox import storage
 from tmax.sandbox.base import (
     LABEL,
     SESSION_DIR,
@@ -66,6 +67,7 @@ class PodmanSandbox(Sandbox):
         does not apply itself); [] where the limit cannot be enforced on this host."""
         size_image = storage_image(self.limits.storage_mb, self.backend)
         if size_image is None:
+            self.degraded.append(storage.problem or "storage: not limited")
             return []
         settings = podman_image_settings(self.image)
         for sub in ("store", "merged"):

@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tmax.io import cache_dir, write_json
+from tmax.io import write_json
 from tmax.sandbox.images import (
     base_rootfs_tarball,
-    definitions_dir,
     domain_image,
     ensure_podman_base,
     podman_image_id,
@@ -55,12 +54,9 @@ def write_domain_manifest(domain: str, output: str | Path, backend: str) -> dict
     """One domain's base image, from ``definitions/<domain>/Dockerfile``."""
     started = time.monotonic()
     if backend == "apptainer":
-        from tmax.sandbox.apptainer import build_sif, dockerfile_to_definition
+        from tmax.sandbox.apptainer import domain_sif
 
-        context = definitions_dir() / domain
-        definition = dockerfile_to_definition((context / "Dockerfile").read_text())
-        sif = build_sif(definition, context, cache_dir() / "sif" / f"base-{domain}.sif")
-        manifest: dict[str, Any] = {"image": str(sif)}
+        manifest: dict[str, Any] = {"image": str(domain_sif(domain))}
     else:
         name = domain_image(domain)
         manifest = {"image": name, "id": podman_image_id(name)}

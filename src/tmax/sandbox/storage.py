@@ -26,6 +26,8 @@ FULL_FRACTION = 0.98
 """A layer this full was filled by its agent (``exhausted`` reports it)."""
 
 _warned = False
+problem: str | None = None
+"""Why the last :func:`storage_image` call found no image (``Sandbox.degraded``)."""
 
 
 def sandbox_root() -> Path:
@@ -33,10 +35,11 @@ def sandbox_root() -> Path:
     return Path(os.environ.get("TMAX_SANDBOX_DIR", "/var/tmp/tmax-sandboxes"))
 
 
-def _warn(backend: str, problem: str) -> None:
-    global _warned
+def _warn(backend: str, why: str) -> None:
+    global _warned, problem
+    problem = f"storage: not limited ({why})"
     if not _warned:
-        log.warning("%s sandboxes get no storage limit: %s", backend, problem)
+        log.warning("%s sandboxes get no storage limit: %s", backend, why)
         _warned = True
 
 
