@@ -9,6 +9,7 @@ Examples::
     tmax datasets convert termigen --config configs/paper.yaml --sample 20
     tmax sandbox check tests/fixtures/tasks/* --backend bwrap
     tmax sandbox cleanup --run-id my-run
+    tmax sandbox preflight --backend apptainer
     tmax eval run tests/fixtures/tasks/* --harness tmax --base-url http://127.0.0.1:8000/v1 \
         --model my-model --runs 3 --jobs-dir jobs/
     tmax eval metrics jobs/2026-01-05__12-00-00 --json metrics.json
@@ -123,6 +124,15 @@ def _sandbox_check(args: argparse.Namespace) -> int:
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {task_dir}: no-op {rewards[0]:g}, oracle {rewards[1]:g}")
     return 1 if failed else 0
+
+
+def _sandbox_preflight(args: argparse.Namespace) -> int:
+    """Can this node run the backend's sandboxes? A table, exit 1 if not."""
+    from tmax.sandbox.preflight import passed, preflight, table
+
+    checks = preflight(args.backend)
+    print(table(checks))
+    return 0 if passed(checks) else 1
 
 
 def _eval_run(args: argparse.Namespace) -> int:
@@ -309,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_argument("tasks", nargs="+", type=Path)
     oracle.add_argument("--backend", default="podman", choices=["podman", "bwrap", "apptainer"])
     oracle.set_defaults(func=_sandbox_check)
+    check = sandbox_sub.add_parser("preflight", help="can this node run the backend's sandboxes?")
+    check.add_argument("--backend", default="podman", choices=["podman", "bwrap", "apptainer"])
+    check.set_defaults(func=_sandbox_preflight)
 
     evaluate = stages.add_parser("eval", help="agent evaluation (harnesses, trials, metrics)")
     eval_sub = evaluate.add_subparsers(dest="action", required=True)

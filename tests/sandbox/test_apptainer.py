@@ -13,10 +13,12 @@ follows Apptainer's documented behaviour where our backend depends on it:
 - ``overlay create --sparse --size N FILE`` makes a sparse image of N MiB
   (cmd/internal/cli/overlay_create_linux.go); ``$FAKE_APPTAINER_OVERLAY=fail`` makes
   it fail as on a host without mkfs.ext3/fuse2fs.
-- ``exec instance://NAME`` runs the command under bubblewrap on the host's root with
-  the toolbox bound at /opt/tmax, in a user namespace, with no capabilities as the
-  ordinary user: the inside of the "container" is the host, but base.py's control
-  protocol, the agent's own namespaces included, runs end to end through the backend.
+- ``exec instance://NAME`` runs the command under bubblewrap on the host's root file
+  system under a writable tmpfs layer (so nothing reaches the host's files), with the
+  toolbox bound at /opt/tmax, in a user namespace, with no capabilities as the
+  ordinary user: the inside of the "container" is the host's software, but base.py's
+  control protocol, the agent's own namespaces included, runs end to end through the
+  backend. Needs root (the mounts), as the rest of the sandbox suite does.
 - ``build`` writes the definition into the output (no image is built).
 """
 
@@ -45,11 +47,15 @@ from tmax.sandbox.apptainer import (
 from tmax.sandbox.base import Limits, SandboxError
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.sandbox.images import ImageError
+from tmax.sandbox.preflight import preflight, table
 from tmax.sandbox.redteam import family_task
 from tmax.sandbox.storage import sandbox_root
 from tmax.sandbox.toolbox import enter_binary
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None or os.geteuid() != 0,
+    reason="the fake's instances need bwrap and root (overlay mounts)",
+)
 
 TOOLS = [
     *("bash", "sh", "cat", "head", "tail", "timeout", "env", "mkdir", "chmod", "rm", "stat"),
@@ -59,7 +65,7 @@ TOOLS = [
 ]
 
 FAKE = r"""#!@PYTHON@
-import json, os, signal, subprocess, sys
+import json, os, shlex, signal, subprocess, sys
 
 LOG, STATE = @LOG@, @STATE@
 argv = sys.argv[1:]
@@ -137,11 +143,19 @@ elif args[:1] == ["exec"]:
     user = ["--uid", "0", "--gid", "0"] if "--fakeroot" in instance["options"] else [
         "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL"]
     setenv = [x for e in envs for x in ("--setenv", *e.split("=", 1))]
-    os.execvp("bwrap", [
-        "bwrap", "--bind", "/", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
+    # The instance's file system: the host's root under a writable layer on a tmpfs,
+    # in a private mount namespace (never the host's own files).
+    bwrap = shlex.join([
+        "bwrap", "--bind", "$L/merged", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
         "--ro-bind", instance["toolbox"], "/opt/tmax", "--dev", "/dev", "--proc", "/proc",
         "--unshare-all", *user, *setenv, "--die-with-parent", *command,
-    ])
+    ]).replace("'$L/merged'", '"$L/merged"')
+    layer = (
+        'L=$(mktemp -d) && mount -t tmpfs tmpfs "$L" && mkdir "$L/u" "$L/w" "$L/merged" && '
+        'mount -t overlay overlay -o "lowerdir=/,upperdir=$L/u,workdir=$L/w" "$L/merged" && '
+        f"exec {bwrap}"
+    )
+    os.execvp("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c", layer])
 elif args[:1] == ["build"]:
     output, definition = args[-2:]
     with open(definition) as src, open(output, "w") as dst:
@@ -625,7 +639,9 @@ def test_a_generated_task_runs_on_its_domains_sif_plus_its_own_steps(
     pytest.importorskip("spython")
     monkeypatch.setenv("TMAX_SIF_DIR", str(tmp_path / "sif"))
     boxes = [
-        sandbox_for_task(family_task(name, tmp_path / name), "apptainer", toolbox=toolbox)
+        sandbox_for_task(
+            family_task(name, tmp_path / name), "apptainer", toolbox=toolbox, preflight=False
+        )
         for name in ("data_querying.sales_report", "data_querying.sales_report")
     ]
     for box in boxes:
@@ -634,6 +650,48 @@ def test_a_generated_task_runs_on_its_domains_sif_plus_its_own_steps(
         assert box.workdir == "/app" and len(box.on_start) == 1  # COPY app/, RUN sqlite3
     builds = [c for c in fake.calls() if c[0] == "build"]
     assert len(builds) == 1  # the domain image, once; no image per task
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_node_where_the_sandbox_user_is_not_root_stops_before_its_first_episode(
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("spython")
+    monkeypatch.setenv("TMAX_SANDBOX_DIR", str(tmp_path / "node-local"))
+    monkeypatch.setenv("TMAX_SIF_DIR", str(tmp_path / "sif"))
+    monkeypatch.setenv("FAKE_APPTAINER_CGROUPS", "fail")
+    task = family_task("data_querying.sales_report", tmp_path / "task")
+    # the fake gives uid 1000 inside without --fakeroot: a site without root inside
+    with pytest.raises(SandboxError) as raised:
+        sandbox_for_task(task, "apptainer")
+    message = str(raised.value)
+    assert "tmax sandbox preflight --backend apptainer" in message
+    assert "| root inside | FAIL |" in message and "--fakeroot" in message
+    assert "| memory/CPU/PID limits | degraded | instance start failed" in message
+    assert not list((tmp_path / "node-local").glob("preflight-*.json"))  # asked again
+    with pytest.raises(SandboxError, match="root inside"):
+        sandbox_for_task(task, "apptainer")
+    assert fake.instances() == {}  # the probe's instances are gone
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_user_without_root_on_a_node_without_cgroup_delegation_passes_preflight(
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("spython")
+    monkeypatch.setenv("TMAX_SANDBOX_DIR", str(tmp_path / "node-local"))
+    monkeypatch.setenv("TMAX_SIF_DIR", str(tmp_path / "sif"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    checks = {check.name: check for check in preflight("apptainer")}
+    assert {name for name, c in checks.items() if c.status != "ok"} == {"memory/CPU/PID limits"}, (
+        table(list(checks.values()))
+    )
+    assert checks["root inside"].detail == "0"  # --fakeroot
+    assert checks["verifier"].detail == "reward 1"
+    assert "--fakeroot" in next(c for c in fake.calls() if c[1:3] == ["instance", "start"])
 
 
 # --- a real Apptainer, where there is one -----------------------------------------------

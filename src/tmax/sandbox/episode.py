@@ -166,9 +166,12 @@ def sandbox_for_task(
     *,
     toolbox: Path | None = None,
     run_id: str | None = None,
+    preflight: bool = True,
     **limit_overrides: Any,
 ) -> Sandbox:
-    """A (not yet started) sandbox for a task directory, with the task's limits."""
+    """A (not yet started) sandbox for a task directory, with the task's limits.
+
+    On Apptainer the node is checked first, once (``preflight``: see preflight.py)."""
     task_dir = Path(task_dir)
     task = read_task(task_dir)
     limits = Limits.from_task(task, **limit_overrides)
@@ -191,6 +194,10 @@ def sandbox_for_task(
         return box
     if backend == "apptainer":
         from tmax.sandbox.apptainer import domain_sif, task_sif
+        from tmax.sandbox.preflight import ensure_preflight
+
+        if preflight:
+            ensure_preflight(backend)
 
         prebuilt = task.config.get("environment", "docker_image")
         layered = None if prebuilt else layered_image(task_dir)
