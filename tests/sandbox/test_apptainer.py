@@ -652,14 +652,20 @@ def test_a_generated_task_runs_on_its_domains_sif_plus_its_own_steps(
     assert len(builds) == 1  # the domain image, once; no image per task
 
 
-@pytest.mark.slow
-@needs_bwrap
-def test_a_node_where_the_sandbox_user_is_not_root_stops_before_its_first_episode(
-    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def node(fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A compute node: its local disk (sandboxes, the kept preflight) and SIF store."""
     pytest.importorskip("spython")
     monkeypatch.setenv("TMAX_SANDBOX_DIR", str(tmp_path / "node-local"))
     monkeypatch.setenv("TMAX_SIF_DIR", str(tmp_path / "sif"))
+    return tmp_path / "node-local"
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_node_where_the_sandbox_user_is_not_root_stops_before_its_first_episode(
+    fake: Fake, node: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_APPTAINER_CGROUPS", "fail")
     task = family_task("data_querying.sales_report", tmp_path / "task")
     # the fake gives uid 1000 inside without --fakeroot: a site without root inside
@@ -669,7 +675,7 @@ def test_a_node_where_the_sandbox_user_is_not_root_stops_before_its_first_episod
     assert "tmax sandbox preflight --backend apptainer" in message
     assert "| root inside | FAIL |" in message and "--fakeroot" in message
     assert "| memory/CPU/PID limits | degraded | instance start failed" in message
-    assert not list((tmp_path / "node-local").glob("preflight-*.json"))  # asked again
+    assert not list(node.glob("preflight-*.json"))  # asked again
     with pytest.raises(SandboxError, match="root inside"):
         sandbox_for_task(task, "apptainer")
     assert fake.instances() == {}  # the probe's instances are gone
@@ -678,11 +684,8 @@ def test_a_node_where_the_sandbox_user_is_not_root_stops_before_its_first_episod
 @pytest.mark.slow
 @needs_bwrap
 def test_a_user_without_root_on_a_node_without_cgroup_delegation_passes_preflight(
-    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: Fake, node: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("spython")
-    monkeypatch.setenv("TMAX_SANDBOX_DIR", str(tmp_path / "node-local"))
-    monkeypatch.setenv("TMAX_SIF_DIR", str(tmp_path / "sif"))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     checks = {check.name: check for check in preflight("apptainer")}
