@@ -24,9 +24,11 @@ follows Apptainer's documented behaviour where our backend depends on it:
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -420,6 +422,20 @@ def test_close_stops_the_instance(fake: Fake, toolbox: Path) -> None:
     assert fake.calls().count(["--quiet", "instance", "stop", name]) == 1
 
 
+def test_stopping_an_instance_removes_its_logs_from_home(
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    logs = tmp_path / "home/.apptainer/instances/logs" / socket.gethostname() / getpass.getuser()
+    logs.mkdir(parents=True)
+    name = instance_name("r", "tmax-task-0")
+    for file in (f"{name}.out", f"{name}.err", "someone-elses.out"):
+        (logs / file).write_text("log\n")
+    fake.start_instance(name)
+    assert ApptainerSandbox.cleanup("r") == [name]
+    assert sorted(p.name for p in logs.iterdir()) == ["someone-elses.out"]
+
+
 def test_cleanup_stops_only_the_runs_instances(fake: Fake) -> None:
     run_a = [instance_name("a", f"tmax-task-{i}") for i in range(2)]
     run_ab = instance_name("a-b", "tmax-task-0")  # "a" is a prefix of "a-b"
@@ -648,8 +664,12 @@ def test_a_generated_task_runs_on_its_domains_sif_plus_its_own_steps(
         assert isinstance(box, ApptainerSandbox)
         assert box.image == str(tmp_path / "sif" / "base-data_querying.sif")
         assert box.workdir == "/app" and len(box.on_start) == 1  # COPY app/, RUN sqlite3
-    builds = [c for c in fake.calls() if c[0] == "build"]
-    assert len(builds) == 1  # the domain image, once; no image per task
+    built = [Path(c[-2]).name.split(".sif.")[0] for c in fake.calls() if c[0] == "build"]
+    # one registry pull (the Debian base), the domain image on it, once; none per task
+    assert built == [".debian-bookworm-slim", ".base-data_querying"]
+    domain = (tmp_path / "sif" / "base-data_querying.sif").read_text()
+    base = tmp_path / "sif" / "debian-bookworm-slim.sif"
+    assert domain.startswith(f"SIF Bootstrap: localimage\nFrom: {base}\n")
 
 
 @pytest.fixture

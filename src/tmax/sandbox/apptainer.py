@@ -41,6 +41,7 @@ Apptainer cannot be installed on Debian 12 (bookworm); use podman or bwrap there
 from __future__ import annotations
 
 import contextlib
+import getpass
 import hashlib
 import json
 import logging
@@ -48,6 +49,7 @@ import os
 import posixpath
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import uuid
@@ -57,7 +59,7 @@ from typing import Any
 
 from tmax.io import cache_dir, file_lock, write_text
 from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError, cgroup_dirs
-from tmax.sandbox.images import ImageError, domain_definition
+from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
 from tmax.sandbox.storage import sandbox_root
 
 log = logging.getLogger("tmax.sandbox.apptainer")
@@ -202,6 +204,17 @@ def _explain(result: subprocess.CompletedProcess[str]) -> str:
     return tail + "".join(f"\n-> {hint}" for hint in hints[:1])
 
 
+def _remove_instance_logs(name: str) -> None:
+    """Apptainer keeps each instance's stdout/stderr under the home directory
+    (``~/.apptainer/instances/logs/<host>/<user>/``) after it stops; at thousands of
+    sandboxes a node that fills the home quota."""
+    user = getpass.getuser()
+    for root in (".apptainer", ".singularity"):
+        logs = Path.home() / root / "instances" / "logs" / socket.gethostname() / user
+        for suffix in (".out", ".err"):
+            (logs / f"{name}{suffix}").unlink(missing_ok=True)
+
+
 def stop_instance(name: str, binary: str | None = None) -> bool:
     """Stop instance ``name``; True when it is gone (also when it was not running).
 
@@ -216,6 +229,7 @@ def stop_instance(name: str, binary: str | None = None) -> bool:
         log.warning("could not stop apptainer instance %s: %s", name, error)
         return False
     if result.returncode == 0 or re.search(r"no instance", _tail(result), re.IGNORECASE):
+        _remove_instance_logs(name)
         return True
     log.warning("apptainer instance stop %s failed: %s", name, _tail(result))
     return False
@@ -461,7 +475,7 @@ class ApptainerSandbox(Sandbox):
 
 _COPY_LINE = re.compile(r"^(\s*)(COPY|ADD)(\s+)(.*)$", re.IGNORECASE)
 _WORKDIR_LINE = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE)
-_FROM_LINE = re.compile(r"^\s*FROM\s", re.IGNORECASE)
+_FROM_LINE = re.compile(r"^\s*FROM\s", re.IGNORECASE | re.MULTILINE)
 _DROPPED_FLAG = re.compile(r"--(chown|chmod|link)(=\S*)?$")
 
 
@@ -585,19 +599,40 @@ def sif_dir() -> Path:
     return Path(os.environ.get("TMAX_SIF_DIR") or cache_dir() / "sif")
 
 
+def base_sif() -> Path:
+    """``debian:bookworm-slim`` as a SIF: the one registry pull, made once; every image
+    whose Dockerfile starts from it is built on this file (``Bootstrap: localimage``)."""
+    context = sif_dir() / "base-context"  # empty: the build copies nothing in
+    context.mkdir(parents=True, exist_ok=True)
+    definition = f"Bootstrap: docker\nFrom: {BASE_IMAGE_NAME.removeprefix('docker.io/')}\n"
+    return build_sif(definition, context, sif_dir() / "debian-bookworm-slim.sif")
+
+
+_FROM_BASE = re.compile(
+    rf"^\s*FROM\s+(docker\.io/)?(library/)?{re.escape(BASE_IMAGE_NAME.rsplit('/', 1)[-1])}\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _definition(dockerfile: Path) -> str:
+    """A Dockerfile as a definition, on :func:`base_sif` when it starts from it."""
+    text = dockerfile.read_text()
+    single_stage = len(_FROM_LINE.findall(text)) == 1
+    base = base_sif() if single_stage and _FROM_BASE.search(text) else None
+    return dockerfile_to_definition(text, base=base, context=dockerfile.parent)
+
+
 def domain_sif(domain: str) -> Path:
     """A domain's base image as a SIF, built once (content-keyed): the images stage
     builds it where the network is; episodes on compute nodes only find it."""
     dockerfile = domain_definition(domain)
-    definition = dockerfile_to_definition(dockerfile.read_text(), context=dockerfile.parent)
-    return build_sif(definition, dockerfile.parent, sif_dir() / f"base-{domain}.sif")
+    return build_sif(_definition(dockerfile), dockerfile.parent, sif_dir() / f"base-{domain}.sif")
 
 
 def task_sif(task_dir: Path, name: str) -> Path:
     """The SIF of a task whose Dockerfile is not a domain base plus simple steps."""
-    context = Path(task_dir) / "environment"
-    definition = dockerfile_to_definition((context / "Dockerfile").read_text(), context=context)
-    return build_sif(definition, context, sif_dir() / f"{name}.sif")
+    dockerfile = Path(task_dir) / "environment" / "Dockerfile"
+    return build_sif(_definition(dockerfile), dockerfile.parent, sif_dir() / f"{name}.sif")
 
 
 def _hash_tree(digest: Any, root: Path, skip: Path | None) -> None:

@@ -39,7 +39,9 @@ def write_base_manifest(output: str | Path, backend: str) -> dict[str, Any]:
     """The registry-free base (debootstrap) for the chosen sandbox backend."""
     started = time.monotonic()
     if backend == "apptainer":
-        manifest: dict[str, Any] = {"image": "docker://debian:bookworm-slim", "pulled": True}
+        from tmax.sandbox.apptainer import base_sif
+
+        manifest: dict[str, Any] = {"image": str(base_sif())}
     else:
         image_id = ensure_podman_base()
         manifest = {"image": "docker.io/library/debian:bookworm-slim", "id": image_id}
