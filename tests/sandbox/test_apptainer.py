@@ -402,6 +402,25 @@ def test_the_instance_pid_anchors_the_hosts_view(fake: Fake, toolbox: Path) -> N
         assert sandbox.run("echo alive").output == "alive\n"
 
 
+@pytest.mark.slow
+@needs_bwrap
+def test_without_cgroups_our_own_watch_limits_memory_and_processes(
+    fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_APPTAINER_CGROUPS", "fail")
+    limits = Limits(memory_mb=128, pids=64)
+    with ApptainerSandbox("/images/task.sif", limits, toolbox=toolbox) as sandbox:
+        assert sandbox.degraded and sandbox.oom_kills() == 0
+        bomb = sandbox.run("x=$(head -c 400M /dev/zero | tr '\\0' a); echo ${#x}", timeout=60)
+        assert bomb.oom_killed, bomb
+        assert "memory" in str(sandbox.exhausted())
+        many = sandbox.run("for i in $(seq 100); do sleep 60 & done; wait", timeout=30)
+        assert "ran out of processes" in many.output, many
+        assert "processes" in str(sandbox.exhausted())
+        assert len(sandbox.sandbox_pids()) < 20
+        assert sandbox.run("echo alive").output == "alive\n"
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()

@@ -19,8 +19,8 @@ fakeroot", "Persistent overlays", "Limiting container resources with cgroups"):
 - Memory/CPU/PID limits need cgroups v2 delegated to the user (systemd user session)
   unless we are root. ``$TMAX_SANDBOX_LIMITS`` (``sandbox.limits``) decides what
   happens where they cannot be applied: ``require`` fails the start, ``best_effort``
-  (default) starts without them and records it in ``degraded`` (command timeouts
-  and the host-side process sweep still apply), ``off`` never asks.
+  (default) starts without them, records it in ``degraded`` and enforces memory and
+  PID limits itself (:class:`Watch`, a host thread), ``off`` never asks.
 - The instance's PID (``instance list --json``) anchors the host's view: its cgroup
   when Apptainer made one for it, else its process tree.
 
@@ -49,9 +49,11 @@ import os
 import posixpath
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -330,6 +332,8 @@ class ApptainerSandbox(Sandbox):
         self._overlay_image = False
         self._pid: int | None = None
         self._exec_pid: int | None = None
+        self._watch: Watch | None = None
+        self.on_start.append(_start_watch)
 
     def _start_args(self, cgroup_limits: bool = True) -> list[str]:
         """``instance start`` options, image and name (after the global flags)."""
@@ -443,7 +447,23 @@ class ApptainerSandbox(Sandbox):
         roots = [self._anchor_pid(), self._exec_pid]
         return sorted({pid for root in roots if root for pid in _process_tree(root)})
 
+    def oom_kills(self) -> int | None:
+        found = super().oom_kills()
+        return self._watch.oom_kills if found is None and self._watch else found
+
+    def pids_limit_hits(self) -> int | None:
+        found = super().pids_limit_hits()
+        return self._watch.pid_hits if found is None and self._watch else found
+
+    def _pids_nearly_full(self) -> bool:
+        if self._watch is None:
+            return super()._pids_nearly_full()
+        return len(self.sandbox_pids()) >= self.limits.pids - 4
+
     def _stop(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         if self.instance is not None:
             name, self.instance = self.instance, None
             stop_instance(name)
@@ -469,6 +489,63 @@ class ApptainerSandbox(Sandbox):
         if removed:
             log.info("stopped %d leftover apptainer sandbox(es)", len(removed))
         return removed
+
+
+class Watch:
+    """Our own memory and PID limits for a sandbox that runs without cgroups
+    (``best_effort``): a host thread sums its processes' resident memory and counts
+    them a few times a second. Over the memory limit the largest process is killed
+    (as the OOM killer would) and counted as an OOM kill; over the PID limit every
+    process but the sandbox's own is killed and counted as a PID-limit hit. The
+    episode then ends as it would under cgroups. Coarser than a cgroup (a burst
+    between two looks is not seen, shared pages count once per process)."""
+
+    PERIOD_SEC = 0.2
+
+    def __init__(self, box: ApptainerSandbox) -> None:
+        self.box = box
+        self.oom_kills = 0
+        self.pid_hits = 0
+        self._stopped = threading.Event()
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._thread = threading.Thread(target=self._loop, name=f"watch-{box.sandbox_id}")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=5)
+
+    def _rss(self, pid: int) -> int:
+        try:
+            return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * self._page
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def _loop(self) -> None:
+        limits = self.box.limits
+        while not self._stopped.wait(self.PERIOD_SEC):
+            protected = {*self.box._protected, self.box._control_pid}
+            pids = [pid for pid in self.box.sandbox_pids() if pid not in protected]
+            if len(pids) + len(protected) > limits.pids:
+                self.pid_hits += 1
+                log.warning("%s: over its PID limit (%d)", self.box.sandbox_id, limits.pids)
+                self.box.reap()
+                continue
+            sizes = {pid: self._rss(pid) for pid in pids}
+            if sizes and sum(sizes.values()) > limits.memory_mb * 1024 * 1024:
+                victim = max(sizes, key=sizes.__getitem__)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(victim, signal.SIGKILL)
+                    self.oom_kills += 1
+                    log.warning("%s: over its memory limit (%d MB): killed %d",
+                                self.box.sandbox_id, limits.memory_mb, victim)  # fmt: skip
+
+
+def _start_watch(box: Sandbox) -> None:
+    """An on-start hook: the sandbox's own limits where cgroups could not apply them."""
+    if isinstance(box, ApptainerSandbox) and not box._cgroups("pids") and limits_mode() != "off":
+        box._watch = Watch(box)
 
 
 # --- images ---------------------------------------------------------------------------
