@@ -31,7 +31,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from tmax.sandbox.apptainer import (
     instance_name,
     run_prefix,
 )
-from tmax.sandbox.base import Limits, SandboxError
+from tmax.sandbox.base import Limits, Sandbox, SandboxError
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.sandbox.images import ImageError
 from tmax.sandbox.preflight import preflight, table
@@ -54,6 +54,7 @@ from tmax.sandbox.redteam import family_task
 from tmax.sandbox.storage import sandbox_root
 from tmax.sandbox.toolbox import enter_binary
 
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None or os.geteuid() != 0,
     reason="the fake's instances need bwrap and root (overlay mounts)",
@@ -570,7 +571,7 @@ def test_copied_directories_land_where_docker_puts_them(
     tmp_path: Path, task: str, copies: list[tuple[str, str]]
 ) -> None:
     pytest.importorskip("spython")
-    context = Path(__file__).parents[1] / "fixtures" / task / "environment"
+    context = FIXTURES / task / "environment"
     definition = dockerfile_to_definition((context / "Dockerfile").read_text(), context=context)
     _apptainer_files(definition, context, tmp_path / "apptainer")
     _docker_copy(context, tmp_path / "docker", copies)
@@ -682,13 +683,23 @@ def test_a_generated_task_runs_on_its_domains_sif_plus_its_own_steps(
     for box in boxes:
         assert isinstance(box, ApptainerSandbox)
         assert box.image == str(tmp_path / "sif" / "base-data_querying.sif")
-        assert box.workdir == "/app" and len(box.on_start) == 1  # COPY app/, RUN sqlite3
+        assert box.workdir == "/app" and len(_steps(box)) == 1  # COPY app/, RUN sqlite3
+    own = sandbox_for_task(
+        FIXTURES / "tasks" / "sum-csv-column", "apptainer", toolbox=toolbox, preflight=False
+    )  # apt-get in its own RUN: not a domain base plus steps
+    assert own.image == str(tmp_path / "sif" / "sum-csv-column.sif")
+    assert own.workdir == "/app" and _steps(own) == []
     built = [Path(c[-2]).name.split(".sif.")[0] for c in fake.calls() if c[0] == "build"]
     # one registry pull (the Debian base), the domain image on it, once; none per task
-    assert built == [".debian-bookworm-slim", ".base-data_querying"]
+    assert built == [".debian-bookworm-slim", ".base-data_querying", ".sum-csv-column"]
     domain = (tmp_path / "sif" / "base-data_querying.sif").read_text()
     base = tmp_path / "sif" / "debian-bookworm-slim.sif"
     assert domain.startswith(f"SIF Bootstrap: localimage\nFrom: {base}\n")
+
+
+def _steps(box: Sandbox) -> list[Callable[[Sandbox], None]]:
+    """The task's own start hooks (the image steps), not the backend's."""
+    return [hook for hook in box.on_start if hook is not apptainer._start_watch]
 
 
 @pytest.fixture

@@ -709,7 +709,8 @@ def domain_sif(domain: str) -> Path:
 def task_sif(task_dir: Path, name: str) -> Path:
     """The SIF of a task whose Dockerfile is not a domain base plus simple steps."""
     dockerfile = Path(task_dir) / "environment" / "Dockerfile"
-    return build_sif(_definition(dockerfile), dockerfile.parent, sif_dir() / f"{name}.sif")
+    output = sif_dir() / f"{_sanitize(name)}.sif"  # a task name may hold / or ..
+    return build_sif(_definition(dockerfile), dockerfile.parent, output)
 
 
 def _hash_tree(digest: Any, root: Path, skip: Path | None) -> None:

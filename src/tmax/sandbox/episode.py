@@ -201,9 +201,13 @@ def sandbox_for_task(
 
         prebuilt = task.config.get("environment", "docker_image")
         layered = None if prebuilt else layered_image(task_dir)
-        if layered is None:  # a prebuilt image, or a Dockerfile of its own: one SIF each
-            image = f"docker://{prebuilt}" if prebuilt else str(task_sif(task_dir, task.name))
-            return open_sandbox("apptainer", image, limits, **common)
+        if prebuilt:  # its WORKDIR is not known without pulling it: the session's default
+            return open_sandbox("apptainer", f"docker://{prebuilt}", limits, **common)
+        if layered is None:  # a Dockerfile of its own: a SIF of its own (ENV is in it)
+            dockerfile = task_dir / "environment" / "Dockerfile"
+            _, workdir = _fold_steps(dockerfile_instructions(dockerfile.read_text()), {}, "/")
+            image = str(task_sif(task_dir, task.name))
+            return open_sandbox("apptainer", image, limits, workdir=workdir, **common)
         # The domain's SIF (built once, in the images stage) plus the task's steps at
         # start, as bwrap does: no per-task build, no registry on the compute node.
         base_steps = dockerfile_instructions(domain_definition(layered.domain).read_text())
