@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_TASKS
+from tmax.generate import validate
 from tmax.generate.stage import validate_shard
 from tmax.generate.validate import check_task
+from tmax.sandbox.base import NodeError
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,6 +46,25 @@ def test_tests_that_accept_a_noop_are_quarantined(tmp_path: Path) -> None:
     (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
     check = check_task(task, "bwrap")
     assert not check.ok and check.reason.startswith("no-op scored 1")
+
+
+def test_a_task_whose_image_does_not_build_is_quarantined(tmp_path: Path) -> None:
+    task = fixture("count-error-lines", tmp_path)
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN exit 3\n")
+    check = check_task(task, "podman")
+    assert not check.ok and check.reason.startswith("image build failed"), check.reason
+
+
+def test_a_machine_that_cannot_run_sandboxes_stops_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise NodeError("this node cannot run bwrap sandboxes")
+
+    monkeypatch.setattr(validate, "sandbox_for_task", broken)
+    with pytest.raises(NodeError):  # not a quarantined task: the whole shard would be
+        check_task(fixture("count-error-lines", tmp_path), "bwrap")
 
 
 @pytest.mark.parametrize("workers", [1, 3])

@@ -37,7 +37,7 @@ from tmax.harness.base import AgentRun
 from tmax.harness.trajectory import now_iso
 from tmax.io import write_json, write_text
 from tmax.models.client import ChatModel, ModelError
-from tmax.sandbox.base import Sandbox, SandboxDied, SandboxError, VerifyResult
+from tmax.sandbox.base import NodeError, Sandbox, SandboxDied, SandboxError, VerifyResult
 from tmax.tasks import read_task
 
 log = logging.getLogger("tmax.evaluate")
@@ -171,6 +171,8 @@ def run_trial(
                     verification = sandbox.verify(spec.task_dir / "tests")
         finally:
             sandbox.close()
+    except NodeError:
+        raise  # this machine cannot run sandboxes: stop, do not record every trial as infra
     except (SandboxError, ModelError) as error:
         exception = _exception_info(error, "infra")
     except Exception as error:  # a harness or task bug must not stop the whole evaluation

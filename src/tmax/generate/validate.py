@@ -18,8 +18,9 @@ from typing import Any
 from rich.progress import track
 
 from tmax.io import write_json
-from tmax.sandbox.base import SandboxError
+from tmax.sandbox.base import NodeError, SandboxError
 from tmax.sandbox.episode import run_episode, sandbox_for_task
+from tmax.sandbox.images import ImageError
 from tmax.tasks import TaskFormatError, read_task
 
 log = logging.getLogger("tmax.generate.validate")
@@ -68,6 +69,10 @@ def check_task(task_dir: str | Path, backend: str = "bwrap", run_id: str = "vali
             return verdict(f"oracle scored {oracle:g}{detail}")
     except TaskFormatError as error:
         return verdict(f"malformed task: {error}")
+    except NodeError:
+        raise  # the machine's, not the task's: quarantining every task would hide it
+    except ImageError as error:  # the task's own Dockerfile does not build
+        return verdict(f"image build failed: {str(error).splitlines()[0][:300]}")
     except SandboxError as error:
         return verdict(f"sandbox error: {str(error).splitlines()[0][:300]}")
     return verdict(None)

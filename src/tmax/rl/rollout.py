@@ -33,6 +33,7 @@ from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.models.client import Completion, ContextLengthExceeded, Message
 from tmax.models.toolcalls import parse_completion
 from tmax.rl.engine import Engine
+from tmax.sandbox.base import NodeError
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.tasks import read_task
 
@@ -352,6 +353,8 @@ def rollout(
                 reward, failure = 0.0, box.agent_death(run.detail)
             else:
                 reward = box.verify(task_dir / "tests").reward
+    except NodeError:
+        raise  # this machine cannot run sandboxes: no episode here can succeed
     except Exception as error:
         if cancel is not None and cancel.is_set():
             raise EpisodeCancelled(f"the run is stopping ({type(error).__name__})") from error

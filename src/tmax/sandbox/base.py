@@ -57,6 +57,12 @@ class SandboxError(RuntimeError):
     """The sandbox could not be started, or a backend command failed."""
 
 
+class NodeError(SandboxError):
+    """This machine cannot run sandboxes at all (a failed preflight, a domain image that
+    will not build): never a task's fault, so it stops the stage instead of failing,
+    quarantining or retrying every task."""
+
+
 class SandboxDied(SandboxError):
     """The sandbox stopped answering (killed, out of memory, hung); the episode is over."""
 

@@ -13,18 +13,20 @@ import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tmax.sandbox import open_sandbox
 from tmax.sandbox.base import (
     ExecResult,
     Limits,
+    NodeError,
     Sandbox,
     SandboxDied,
     SandboxError,
     VerifyResult,
 )
 from tmax.sandbox.images import (
+    ImageError,
     build_podman_image,
     definitions_dir,
     domain_definition,
@@ -36,6 +38,8 @@ from tmax.sandbox.images import (
 )
 from tmax.sandbox.toolbox import ensure_toolbox
 from tmax.tasks import Task, read_task
+
+_T = TypeVar("_T")
 
 log = logging.getLogger("tmax.sandbox.episode")
 
@@ -126,6 +130,15 @@ def layered_image(task_dir: Path) -> LayeredImage | None:
     return None
 
 
+def _domain_base(build: Callable[[str], _T], domain: str) -> _T:
+    """A domain's base image; one that will not build is the machine's problem (the
+    definitions are ours), not the task's: NodeError."""
+    try:
+        return build(domain)
+    except ImageError as error:
+        raise NodeError(f"the {domain} base image cannot be built here: {error}") from error
+
+
 def _fold_steps(
     steps: Sequence[str], env: dict[str, str], workdir: str
 ) -> tuple[dict[str, str], str]:
@@ -187,7 +200,7 @@ def sandbox_for_task(
             rootfs = rootfs_from_podman(task_image(task_dir, task))
             env, workdir = rootfs_config(rootfs)
             return open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
-        rootfs = _cached_domain_rootfs(layered.domain)
+        rootfs = _domain_base(_cached_domain_rootfs, layered.domain)
         env, workdir = _fold_steps(layered.steps, *rootfs_config(rootfs))
         box = open_sandbox("bwrap", rootfs, limits, env=env, workdir=workdir, **common)
         box.on_start.append(_apply_steps(task_dir, layered.steps))
@@ -213,7 +226,7 @@ def sandbox_for_task(
         base_steps = dockerfile_instructions(domain_definition(layered.domain).read_text())
         _, workdir = _fold_steps(base_steps, {}, "/")  # the base's ENV is in the SIF
         env, workdir = _fold_steps(layered.steps, {}, workdir)
-        image = str(domain_sif(layered.domain))
+        image = str(_domain_base(domain_sif, layered.domain))
         box = open_sandbox("apptainer", image, limits, env=env, workdir=workdir, **common)
         box.on_start.append(_apply_steps(task_dir, layered.steps))
         return box

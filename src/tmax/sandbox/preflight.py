@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tmax.io import write_json
-from tmax.sandbox.base import SandboxError
+from tmax.sandbox.base import NodeError, SandboxError
 from tmax.sandbox.images import domain_definition
 from tmax.sandbox.storage import sandbox_root
 
@@ -156,7 +156,7 @@ _done: set[str] = set()
 
 def ensure_preflight(backend: str) -> None:
     """Run the preflight once per node and setting (kept in ``$TMAX_SANDBOX_DIR``);
-    raise SandboxError with the table when this node cannot run episodes."""
+    raise NodeError with the table when this node cannot run episodes."""
     key = hashlib.sha256(
         json.dumps([socket.gethostname(), backend, os.environ.get("TMAX_SANDBOX_LIMITS"),
                     os.environ.get("TMAX_APPTAINER_BIN"), os.geteuid()]).encode()
@@ -168,7 +168,7 @@ def ensure_preflight(backend: str) -> None:
         if not marker.is_file():
             checks = preflight(backend)
             if not passed(checks):
-                raise SandboxError(
+                raise NodeError(
                     f"this node cannot run {backend} sandboxes (tmax sandbox preflight "
                     f"--backend {backend}):\n{table(checks)}"
                 )
