@@ -19,6 +19,8 @@ follows Apptainer's documented behaviour where our backend depends on it:
   ordinary user: the inside of the "container" is the host's software, but base.py's
   control protocol, the agent's own namespaces included, runs end to end through the
   backend. Needs root (the mounts), as the rest of the sandbox suite does.
+- ``$FAKE_APPTAINER_PIDNS=no`` leaves the node's PID namespace shared, as
+  ``allow pid ns = no`` in apptainer.conf does.
 - ``build`` writes the definition into the output (no image is built).
 """
 
@@ -148,10 +150,13 @@ elif args[:1] == ["exec"]:
     setenv = [x for e in envs for x in ("--setenv", *e.split("=", 1))]
     # The instance's file system: the host's root under a writable layer on a tmpfs,
     # in a private mount namespace (never the host's own files).
+    # allow pid ns = no (apptainer.conf): the instance shares the node's PID namespace
+    unshare = ["--unshare-all"] if os.environ.get("FAKE_APPTAINER_PIDNS") != "no" else [
+        "--unshare-user", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup"]
     bwrap = shlex.join([
         "bwrap", "--bind", "$L/merged", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
         "--ro-bind", instance["toolbox"], "/opt/tmax", "--dev", "/dev", "--proc", "/proc",
-        "--unshare-all", *user, *setenv, "--die-with-parent", *command,
+        *unshare, *user, *setenv, "--die-with-parent", *command,
     ]).replace("'$L/merged'", '"$L/merged"')
     layer = (
         'L=$(mktemp -d) && mount -t tmpfs tmpfs "$L" && mkdir "$L/u" "$L/w" "$L/merged" && '
@@ -420,6 +425,31 @@ def test_without_cgroups_our_own_watch_limits_memory_and_processes(
         assert "processes" in str(sandbox.exhausted())
         assert len(sandbox.sandbox_pids()) < 20
         assert sandbox.run("echo alive").output == "alive\n"
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_without_apptainers_pid_namespace_the_agent_cannot_touch_the_nodes_processes(
+    fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_APPTAINER_PIDNS", "no")
+    with ApptainerSandbox("/images/task.sif", toolbox=toolbox) as sandbox:
+        # the control shell (not the agent) sees the node's processes: the premise
+        seen = sandbox._control(
+            "cat /proc/*/cmdline | tr '\\0' ' ' | grep -c pytest; printf '\\n%s 0\\n' @MARKER@", 30
+        )[0]
+        assert int(seen.split()[0]) > 0
+        # The agent may see their numbers (no fresh /proc in a user namespace) but, in a
+        # PID namespace and a user namespace of its own, cannot signal or read them.
+        probe = sandbox.run(
+            "for p in /proc/[0-9]*; do grep -q pytest $p/cmdline 2>/dev/null && "
+            "{ p=${p#/proc/}; break; }; done; echo pid=$p; "
+            "cat /proc/$p/environ >/dev/null 2>&1 && echo readable || echo denied; "
+            "ls -l /proc/$p/fd/ >/dev/null 2>&1 && echo fds || echo no-fds; "
+            "kill -0 $p 2>/dev/null && echo signalable || echo unreachable"
+        )
+        assert probe.output.split()[0] != "pid=", probe.output  # one was found
+        assert probe.output.split()[1:] == ["denied", "no-fds", "unreachable"], probe.output
 
 
 def _cmdline(pid: int) -> str:
