@@ -393,6 +393,7 @@ class ApptainerSandbox(Sandbox):
                     f"memory/CPU/PID limits: instance start failed with them: {tail}"
                 )
                 self._cgroup_limits = False
+                stop_instance(name, binary)  # whatever the failed start left behind
                 result = self._instance_start(binary)
         if result.returncode != 0:
             stop_instance(name, binary)
