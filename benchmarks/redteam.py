@@ -36,27 +36,37 @@ def main() -> int:
     families = [f.name for group in FAMILIES.values() for f in (group[:1] if args.quick else group)]
     if args.family:
         families = args.family
-    started = time.monotonic()
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="redteam-") as scratch:
         tasks = [family_task(name, Path(scratch)) for name in families]
         tasks += sorted(p for p in FIXTURES.iterdir() if p.is_dir())
-        for backend in backends:
+        for backend in backends:  # a table per backend as soon as it is done
+            started = time.monotonic()
+            done: list[Outcome] = []
             for task in tasks:
                 for attack in ATTACKS.values():
                     if backend not in attack.backends:
                         continue
                     outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
-                    outcomes.append(outcome)
+                    done.append(outcome)
                     if outcome.forged or outcome.infra:
                         print(f"  ! {backend} {task.name}: {attack.name}: reward "
                               f"{outcome.reward} infra {outcome.infra}", flush=True)  # fmt: skip
+            print(f"\n{backend}: {len(tasks)} tasks ({len(families)} families + "
+                  f"{len(tasks) - len(families)} fixtures) x {len(ATTACKS)} attacks, "
+                  f"{time.monotonic() - started:.0f}s\n")  # fmt: skip
+            _table(done)
+            outcomes += done
+    if len(backends) > 1:
+        print("\nall backends:")
+        _table(outcomes)
+    return 1 if any(o.forged or o.infra for o in outcomes) else 0
+
+
+def _table(outcomes: list[Outcome]) -> None:
     by_attack: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_attack[outcome.attack].append(outcome)
-    print(f"\n{len(tasks)} tasks ({len(families)} families + {len(tasks) - len(families)} "
-          f"fixtures) x {len(ATTACKS)} attacks x {len(backends)} backends, "
-          f"{time.monotonic() - started:.0f}s\n")  # fmt: skip
     print("| attack | tried | rewarded | infra |\n|---|---|---|---|")
     for name in ATTACKS:
         got = by_attack[name]
@@ -64,8 +74,7 @@ def main() -> int:
               f"| {sum(o.infra is not None for o in got)} |")  # fmt: skip
     forged = sum(o.forged for o in outcomes)
     infra = sum(o.infra is not None for o in outcomes)
-    print(f"| **all** | {len(outcomes)} | {forged} | {infra} |")
-    return 1 if forged or infra else 0
+    print(f"| **all** | {len(outcomes)} | {forged} | {infra} |", flush=True)
 
 
 if __name__ == "__main__":
