@@ -60,6 +60,7 @@ class PodmanSandbox(Sandbox):
         self._pid: int | None = None
         self.dir = sandbox_root() / "podman" / self.sandbox_id
         self._layer = False
+        self._image_mounted = False
 
     def _mount_layer(self) -> list[str]:
         """Mount the image under a writable layer of storage_mb and return the ``podman
@@ -72,10 +73,12 @@ class PodmanSandbox(Sandbox):
         settings = podman_image_settings(self.image)
         for sub in ("store", "merged"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        marker = {LABEL: self.run_id, "image": self.image}
-        (self.dir / "sandbox.json").write_text(json.dumps(marker))  # for cleanup only
+        marker = self.dir / "sandbox.json"  # for cleanup only; names the image once mounted
+        marker.write_text(json.dumps({LABEL: self.run_id}))
         self._layer = True
         lower = _podman("image", "mount", self.image).stdout.strip()
+        self._image_mounted = True  # one reference of podman's count is ours to give back
+        marker.write_text(json.dumps({LABEL: self.run_id, "image": self.image}))
         script = mount_script(size_image, self.dir / "store", lower, self.dir / "merged")
         mounted = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
         if mounted.returncode != 0:
@@ -174,8 +177,8 @@ class PodmanSandbox(Sandbox):
             self.container = None
             self._pid = None
         if self._layer:
-            _unmount_layer(self.dir, self.image)
-            self._layer = False
+            _unmount_layer(self.dir, self.image if self._image_mounted else None)
+            self._layer = self._image_mounted = False
 
     @classmethod
     def cleanup(cls, run_id: str | None = None) -> list[str]:
