@@ -16,6 +16,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 from tmax.io import cache_dir
@@ -60,7 +61,7 @@ def storage_image(size_mb: int, backend: str) -> Path | None:
         _warn(backend, "this host has no loop devices (/dev/loop-control)")
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")  # threads make them at once too
     with open(tmp, "wb") as handle:
         handle.truncate(size_mb * 1024 * 1024)
     made = subprocess.run(
