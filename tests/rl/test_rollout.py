@@ -472,3 +472,27 @@ def test_a_stopping_run_abandons_its_episodes_and_removes_their_sandboxes(
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
     assert not [pid for pid in running if alive(pid)]
+
+
+def test_closing_the_environment_removes_the_sandboxes_of_abandoned_episodes() -> None:
+    """A group fetched ahead of the last step (or cut short by SIGTERM) runs on a daemon
+    thread that never closes its sandbox; the environment's close removes the run's."""
+    reason = _available("bwrap")
+    if reason:
+        pytest.skip(reason)
+    from tmax.rl.environments import TaskEnvironment
+    from tmax.sandbox.episode import sandbox_for_task
+
+    task = FIXTURE_TASKS / "count-error-lines"
+    env = TaskEnvironment({"t": task}, None, HarnessSettings(), backend="bwrap",
+                          run_id="pytest-abandoned")  # fmt: skip
+    abandoned = sandbox_for_task(task, "bwrap", run_id="pytest-abandoned").start()
+    kept = sandbox_for_task(task, "bwrap", run_id="pytest-another-run").start()
+    try:
+        env.close()
+        assert env.stopping.is_set()
+        assert not abandoned.dir.exists()  # type: ignore[attr-defined]
+        assert kept.run("echo alive").output == "alive\n"  # another run's is left alone
+    finally:
+        kept.close()
+        abandoned.close()

@@ -8,6 +8,7 @@ a known answer, so a test can watch the reward climb from chance to 1.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any
 from tmax.harness import HarnessSettings
 from tmax.rl.engine import Engine
 from tmax.rl.rollout import Sample, rollout_group
+
+log = logging.getLogger("tmax.rl.environments")
 
 
 class TaskEnvironment:
@@ -49,6 +52,18 @@ class TaskEnvironment:
             self.stopping.set()
         else:
             self.stopping.clear()
+
+    def close(self) -> None:
+        """Abandon the episodes still being played and remove every sandbox of this run
+        (``run_id``) on this machine: generation threads are daemons, so a group
+        fetched ahead of the last step, or cut short by SIGTERM, never closes its own."""
+        self.cancel()
+        if self.run_id is not None:
+            from tmax.sandbox import cleanup
+
+            removed = cleanup(self.run_id, (self.backend,))[self.backend]
+            if removed:
+                log.info("removed %d sandbox(es) of abandoned episodes", len(removed))
 
     def sample_group(self, task: str, engine: Engine, group_size: int, seed: int) -> list[Sample]:
         return rollout_group(

@@ -397,6 +397,8 @@ def train_rank(
                           snapshot_steps=kept)  # fmt: skip
         state = trainer.train()
     finally:
+        if hasattr(env, "close"):
+            env.close()  # abandoned episodes (prefetched groups, a SIGTERM) leave sandboxes
         if engine_servers is not None and main:
             mark_closed(Path(engine_servers["dir"]))  # the servers on the inference nodes exit
         if hasattr(engine, "close"):
