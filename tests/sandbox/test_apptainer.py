@@ -212,6 +212,9 @@ class Fake:
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
     handle = Fake(tmp_path)
     monkeypatch.setenv("PATH", f"{handle.bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # the fake's overlay images and layers stay in the test's own directory
+    monkeypatch.setenv("TMAX_SANDBOX_DIR", str(tmp_path / "sandboxes"))
+    monkeypatch.setattr(apptainer, "_overlay_templates", {})
     monkeypatch.delenv("TMAX_APPTAINER_BIN", raising=False)
     return handle
 
@@ -348,8 +351,6 @@ def test_without_overlay_images_the_layer_is_a_directory_and_says_so(
     fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_APPTAINER_OVERLAY", "fail")
-    monkeypatch.setattr(apptainer, "_overlay_templates", {})
-    monkeypatch.setenv("TMAX_SANDBOX_DIR", str(fake.bin_dir.parent / "sandboxes"))
     sandbox = ApptainerSandbox("/x.sif", Limits(storage_mb=77), toolbox=toolbox)
     options = start_args(sandbox, fake)[3:-2]
     assert options[options.index("--overlay") + 1].endswith("/overlay")
