@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.io import cache_dir, file_lock, write_text
-from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError, cgroup_dirs
+from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
 from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
 from tmax.sandbox.storage import sandbox_root
 
@@ -435,10 +435,7 @@ class ApptainerSandbox(Sandbox):
     def _cgroups(self, controller: str) -> list[Path]:
         # Without limits Apptainer makes no cgroup: the instance sits in the job's own
         # (the trainer's too). Never read or sweep that one as if it were the sandbox's.
-        if not self._cgroup_limits:
-            return []
-        found = super()._cgroups(controller)
-        return [] if found == cgroup_dirs(os.getpid(), controller) else found
+        return super()._cgroups(controller) if self._cgroup_limits else []
 
     def sandbox_pids(self) -> list[int]:
         if self._cgroups("pids"):

@@ -145,7 +145,7 @@ class VerifyResult:
     duration_sec: float = 0.0
 
 
-def cgroup_dirs(pid: int, controller: str) -> list[Path]:
+def _cgroup_dirs(pid: int, controller: str) -> list[Path]:
     """Host paths of ``pid``'s cgroup for a v1 controller, or its v2 cgroup."""
     dirs = []
     try:
@@ -499,12 +499,16 @@ class Sandbox(ABC):
         return []
 
     def _cgroups(self, controller: str) -> list[Path]:
-        """The sandbox's cgroup directories for a controller, found once and kept."""
+        """The sandbox's cgroup directories for a controller, found once and kept. A
+        sandbox without a cgroup of its own (its anchor in ours, e.g. Apptainer without
+        limits) has none: ours holds the trainer too, never to be swept as the sandbox."""
         if controller not in self._cgroup_cache:
             anchor = self._anchor_pid()
             if anchor is None:
                 return []
-            self._cgroup_cache[controller] = cgroup_dirs(anchor, controller)
+            found = _cgroup_dirs(anchor, controller)
+            own = found == _cgroup_dirs(os.getpid(), controller)
+            self._cgroup_cache[controller] = [] if own else found
         return self._cgroup_cache[controller]
 
     def oom_kills(self) -> int | None:
