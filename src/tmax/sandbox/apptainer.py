@@ -62,7 +62,7 @@ from typing import Any
 from tmax.io import cache_dir, file_lock, write_text
 from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
 from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
-from tmax.sandbox.storage import sandbox_root
+from tmax.sandbox.storage import made_once, sandbox_root
 
 log = logging.getLogger("tmax.sandbox.apptainer")
 
@@ -282,23 +282,17 @@ def overlay_image(size_mb: int, binary: str) -> Path | None:
     if size_mb in _overlay_templates:
         return _overlay_templates[size_mb]
     path = sandbox_root() / "apptainer" / f"overlay-{size_mb}m.img"
-    made: Path | None = path
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-        result = _run(
-            [binary, "overlay", "create", "--sparse", "--size", str(size_mb), str(tmp)],
-            timeout=STOP_TIMEOUT_SEC,
-        )
-        if result.returncode == 0 and tmp.is_file():
-            os.replace(tmp, path)
-        else:
-            tmp.unlink(missing_ok=True)
-            log.warning("apptainer sandboxes get no storage limit (a directory overlay): "
-                        "overlay create failed: %s", _tail(result))  # fmt: skip
-            made = None
-    _overlay_templates[size_mb] = made
-    return made
+
+    def create(tmp: Path) -> str | None:
+        command = [binary, "overlay", "create", "--sparse", "--size", str(size_mb), str(tmp)]
+        result = _run(command, timeout=STOP_TIMEOUT_SEC)
+        return None if result.returncode == 0 else f"overlay create failed: {_tail(result)}"
+
+    failed = made_once(path, create)
+    if failed is not None:
+        log.warning("apptainer sandboxes get no storage limit (a directory overlay): %s", failed)
+    _overlay_templates[size_mb] = None if failed else path
+    return _overlay_templates[size_mb]
 
 
 # --- the sandbox ----------------------------------------------------------------------

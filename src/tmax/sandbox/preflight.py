@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tmax.io import write_json
-from tmax.sandbox.base import NodeError, SandboxError
+from tmax.sandbox.base import NodeError, Sandbox, SandboxError
 from tmax.sandbox.images import domain_definition
 from tmax.sandbox.storage import sandbox_root
 
@@ -69,9 +69,9 @@ def _probe_task(root: Path) -> Path:
     return task
 
 
-def _in_sandbox(box: object, name: str, command: str, expect: str, advice: str) -> Check:
+def _in_sandbox(box: Sandbox, name: str, command: str, expect: str, advice: str) -> Check:
     """``command``'s last line must be ``expect`` (or start with it)."""
-    result = box.run(command, timeout=120)  # type: ignore[attr-defined]
+    result = box.run(command, timeout=120)
     output = result.output.strip()
     last = output.splitlines()[-1] if output else ""
     if result.exit_code == 0 and last.startswith(expect):
@@ -104,7 +104,7 @@ def preflight(backend: str) -> list[Check]:
     return checks
 
 
-def _checks(box: object, task: Path) -> list[Check]:
+def _checks(box: Sandbox, task: Path) -> list[Check]:
     checks = [
         _in_sandbox(box, "root inside", "id -u", "0",
                     "the sandbox user must be root inside (Apptainer: --fakeroot)"),
@@ -126,14 +126,14 @@ def _checks(box: object, task: Path) -> list[Check]:
                     "|| echo 'loopback only'", "loopback only",
                     "the sandbox must have no network (--network none)"),
     ]  # fmt: skip
-    degraded = [d.partition(": ") for d in box.degraded]  # type: ignore[attr-defined]
+    degraded = [d.partition(": ") for d in box.degraded]
     limits = [why for what, _, why in degraded if what != "storage"]
     storage = [why for what, _, why in degraded if what == "storage"]
     checks.append(Check("memory/CPU/PID limits", "degraded" if limits else "ok",
                         "; ".join(limits) or "applied"))  # fmt: skip
     checks.append(Check("storage limit", "degraded" if storage else "ok",
                         "; ".join(storage) or "applied"))  # fmt: skip
-    verdict = box.verify(task / "tests")  # type: ignore[attr-defined]
+    verdict = box.verify(task / "tests")
     checks.append(Check("verifier", "ok" if verdict.reward == 1.0 else "FAIL",
                         f"reward {verdict.reward:g}" + (f" ({verdict.reason})"
                                                         if verdict.reason else "")))  # fmt: skip

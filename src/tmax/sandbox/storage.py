@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from tmax.io import cache_dir
@@ -44,6 +45,39 @@ def _warn(backend: str, why: str) -> None:
         _warned = True
 
 
+def made_once(path: Path, make: Callable[[Path], str | None]) -> str | None:
+    """Make the file ``path`` once: ``make`` writes a temporary beside it (unique, as
+    threads and processes race to make it) and returns None, or why it could not; the
+    temporary is renamed into place only when made. Returns that reason, or None."""
+    if path.is_file():
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    try:
+        failed = make(tmp)
+        if failed is None and not tmp.is_file():
+            failed = f"{tmp.name} was not written"
+        if failed is None:
+            os.replace(tmp, path)
+        return failed
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _mkfs(size_mb: int) -> Callable[[Path], str | None]:
+    def make(tmp: Path) -> str | None:
+        with open(tmp, "wb") as handle:
+            handle.truncate(size_mb * 1024 * 1024)
+        made = subprocess.run(
+            ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+             "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(tmp)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        return None if made.returncode == 0 else f"mkfs.ext4 failed: {made.stderr.strip()}"
+
+    return make
+
+
 def storage_image(size_mb: int, backend: str) -> Path | None:
     """An empty ext4 image of ``size_mb`` (sparse, made once per size in the cache), or
     None where this host cannot make or loop-mount one (the limit is then not enforced,
@@ -60,20 +94,10 @@ def storage_image(size_mb: int, backend: str) -> Path | None:
     if not Path("/dev/loop-control").exists():
         _warn(backend, "this host has no loop devices (/dev/loop-control)")
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")  # threads make them at once too
-    with open(tmp, "wb") as handle:
-        handle.truncate(size_mb * 1024 * 1024)
-    made = subprocess.run(
-        ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
-         "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(tmp)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    if made.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        _warn(backend, f"mkfs.ext4 failed: {made.stderr.strip()}")
+    failed = made_once(path, _mkfs(size_mb))
+    if failed is not None:
+        _warn(backend, failed)
         return None
-    os.replace(tmp, path)
     return path
 
 
