@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tmax.config import ConfigError, config_hash, load_config, validate_config
 
@@ -158,3 +159,12 @@ def test_engines_on_inference_nodes_must_be_vllm(raw_config: dict) -> None:
     raw_config["rl"]["inference_nodes"] = 2
     with pytest.raises(ConfigError, match=r"'rl\.inference_nodes' = 2 needs 'rl\.engine'"):
         validate_config(raw_config)
+
+
+@pytest.mark.parametrize("written", ["limits: off", "limits: 'off'", "limits: best_effort"])
+def test_sandbox_limits_off_reads_as_written(raw_config: dict, written: str) -> None:
+    """A bare `off` is YAML 1.1's false: both mean off, as the string every sandbox
+    backend reads from $TMAX_SANDBOX_LIMITS."""
+    raw_config["sandbox"].update(yaml.safe_load(written))
+    limits = validate_config(raw_config)["sandbox"]["limits"]
+    assert limits == written.split()[-1].strip("'")

@@ -130,6 +130,8 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     problems += _semantic_problems(filled) if not problems else []
     if problems:
         raise ConfigError(problems, source)
+    if filled["sandbox"]["limits"] is False:  # `limits: off` in YAML 1.1
+        filled["sandbox"]["limits"] = "off"
     return filled
 
 
