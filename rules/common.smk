@@ -15,6 +15,7 @@ from tmax.generate.fingerprint import (  # noqa: E402
     validator_fingerprint,
 )
 from tmax.rl.select import snapshot_steps  # noqa: E402
+from tmax.rl.recipe import model_rl, rl_recipe  # noqa: E402
 from tmax.sandbox import images  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
@@ -129,6 +130,7 @@ wildcard_constraints:
     harness="tmax|terminus-2|mini-swe-agent|openhands",
     step=r"\d+",
     run=r"\d+",
+    n=r"\d+",
 
 
 def base_model_dir(name):
@@ -150,7 +152,13 @@ def model_dir(wildcards):
 
 def rl_config(name):
     """The rl section with the model's own overrides (``models[].rl``) applied."""
-    return {**config["rl"], **MODELS[name].get("rl", {})}
+    return model_rl(config, name)
+
+
+def rl_recipe_params(wildcards):
+    """rl_train's rerun trigger: the settings that change the trained model (not the
+    layout, concurrency, timeouts, checkpoint cadence or the selection's evaluation)."""
+    return rl_recipe(rl_config(wildcards.model))
 
 
 _PLAN_GATES = {}
@@ -164,10 +172,10 @@ def rl_plan_gate(wildcards):
     training run's inputs, and Snakemake's rerun decisions, stay as they were."""
     name = wildcards.model
     if name not in _PLAN_GATES:
-        from tmax.rl.plan import PlanError, check_config
+        from tmax.rl.plan import PlanError, check_model_cached
 
         try:
-            check_config(config, [name])
+            check_model_cached(config, name)
             _PLAN_GATES[name] = []
         except PlanError:
             _PLAN_GATES[name] = [f"results/rl/{name}/plan.json"]
@@ -220,6 +228,33 @@ def selection_run_files(wildcards):
     return [f for files in selection_runs(wildcards.model).values() for f in files]
 
 
+def after_checkpoints(name, variant="tmax"):
+    """Wait, in an input function, for the checkpoints that model ``name``'s ``variant``
+    (sft or tmax) depends on, directly or not: the clean generated tasks it trains on
+    (or the removed tasks of its prior dataset) and, for tmax with selection, the
+    selection benchmark's task list.
+
+    Snakemake drops a job from a running plan only when the job itself is re-planned
+    after a checkpoint finished: the checkpoint's direct dependents are, but a job
+    further down keeps the reason it was planned for ("its input will be rewritten") and
+    runs although nothing above it did. Every job below a training therefore calls this:
+    it then depends on the checkpoints (until they finish), is re-planned with them, and
+    runs only if its inputs did change. Returns no file: an input item of its own
+    (``gate=``), so that a dry run still sees the job's other inputs."""
+    if rl_data(name) is None:
+        checkpoints.decontam_filter.get()
+    else:
+        checkpoints.dataset_filter.get(dataset=rl_data(name))
+    on = selection_settings(name)
+    if variant == "tmax" and on is not None:
+        benchmark_manifest(on["select_benchmark"])
+    return []
+
+
+def trained_model_gate(wildcards):
+    return after_checkpoints(wildcards.model)
+
+
 def sft_params(name):
     """What the SFT warm-up depends on (so changing an RL-only knob keeps it)."""
     rl = rl_config(name)
@@ -261,7 +296,12 @@ def eval_models():
             if variant != "base" and not model.get("train", True):
                 continue
             if variant == "base":
-                models[name] = {**model, "dir": base_model_dir(name), "grid": grid}
+                models[name] = {
+                    **model,
+                    "dir": base_model_dir(name),
+                    "grid": grid,
+                    "trained": None,
+                }
             else:
                 label = name + VARIANT_SUFFIX[variant]
                 folder = f"results/models/{label}"
@@ -270,6 +310,7 @@ def eval_models():
                     "path": folder,
                     "dir": folder,
                     "grid": grid,
+                    "trained": (name, variant),
                 }
     return models
 
@@ -295,10 +336,37 @@ def eval_model_dir(wildcards):
     return EVAL_MODELS[wildcards.eval_model]["dir"]
 
 
+def eval_model_gate(wildcards):
+    """An evaluation of a trained model waits for its checkpoints (no input file)."""
+    trained = EVAL_MODELS[wildcards.eval_model]["trained"]
+    return after_checkpoints(*trained) if trained else []
+
+
 def eval_model_entry(wildcards):
-    """The model's config entry as the evaluation job needs it (no ``dir``, ``grid``)."""
+    """What an evaluation job needs of its model: the name, path and endpoint (not the
+    model's rl overrides, evaluation grid or dataset: changing those keeps its base
+    model's evaluations)."""
     entry = EVAL_MODELS[wildcards.eval_model]
-    return {k: v for k, v in entry.items() if k not in ("dir", "grid")}
+    return {k: v for k, v in entry.items() if k in ("name", "path", "endpoint")}
+
+
+EVAL_RUN_KEYS = (
+    "temperature",
+    "interleaved_thinking",
+    "max_tool_calls",
+    "max_turn_tokens",
+    "max_total_tokens",
+    "max_format_errors",
+    "command_timeout_sec",
+    "engine",
+)
+
+
+def eval_run_settings():
+    """What one evaluation run's result depends on: sampling, budgets and the serving
+    engine. Not the lists it was chosen from (runs, variants, benchmarks, harnesses),
+    nor concurrency, nor where tasks come from (the task list is the job's input)."""
+    return {key: EVALUATION[key] for key in EVAL_RUN_KEYS}
 
 
 def benchmark_inputs(wildcards):
@@ -306,6 +374,25 @@ def benchmark_inputs(wildcards):
     if wildcards.benchmark == "heldout":
         return {"tasks": "results/tasks/tasks.parquet"}
     return {}
+
+
+def benchmark_params(wildcards):
+    """What a benchmark's task list depends on: its own source and the cap; for the
+    held-out split also the fraction and the seed that draw it."""
+    own = {"max_tasks": EVALUATION["max_tasks"]}
+    source = EVALUATION["sources"].get(wildcards.benchmark)
+    own["sources"] = {wildcards.benchmark: source} if source else {}
+    if wildcards.benchmark == "heldout":
+        own.update(heldout_fraction=EVALUATION["heldout_fraction"], seed=config["seed"])
+    return own
+
+
+def benchmark_manifest(benchmark):
+    """A benchmark's task list, through the benchmark_tasks checkpoint: the list names
+    every task's content hash, so when the job reruns and writes the same list (the
+    tasks.parquet it reads changed elsewhere, the cap rose past the benchmark's size),
+    the evaluations that read it stay as they are (see training_task_files)."""
+    return checkpoints.benchmark_tasks.get(benchmark=benchmark).output[0]
 
 
 def eval_run_files(wildcards):
@@ -417,41 +504,42 @@ def rl_data(name):
 
 def training_task_files(wildcards):
     """The list of a model's training tasks: the clean generated tasks, or a prior
-    dataset's manifest with its n-gram check (what the SFT warm-up reads)."""
+    dataset's manifest with its n-gram check (what the SFT warm-up reads).
+
+    The clean set comes through the decontam_filter checkpoint as a pointer that names
+    the set's sha256 (clean_tasks.json; the Parquet can be far above Snakemake's 1 MB
+    checksum limit). When that checkpoint reruns, Snakemake re-evaluates the plan after
+    it finishes; a pointer whose content equals the checksum recorded when the training
+    job last ran is not an updated input, so a decontamination change that removes the
+    same tasks retrains nothing."""
     dataset = rl_data(wildcards.model)
     if dataset is None:
-        return {"tasks": "results/decontam/clean_tasks.parquet"}
+        return {"clean": checkpoints.decontam_filter.get().output.pointer}
     return {
         "tasks": f"results/datasets/{dataset}/manifest.json",
-        "decontam": f"results/datasets/{dataset}/decontam.json",
+        "removed": checkpoints.dataset_filter.get(dataset=dataset).output[0],
     }
 
 
-def training_task_source(wildcards):
-    """What RL needs of its tasks: their list, the folders (the generated tasks'
-    shards, or the dataset's converted tasks beside its manifest) and the images
-    they build on (the domain images, or the public base a dataset's tasks name)."""
+def training_task_support(wildcards):
+    """What RL needs of its tasks besides their list (training_task_files, apart so a
+    dry run sees these before the checkpoint runs): the folders (the generated tasks'
+    shards, or the dataset's converted tasks beside its manifest) and the images they
+    build on (the domain images, or the public base a dataset's tasks name)."""
     if rl_data(wildcards.model) is None:
         return {
-            **training_task_files(wildcards),
             "shards": task_shard_dirs(),
             "images": expand("results/images/domains/{domain}.json", domain=DOMAINS),
         }
-    return {**training_task_files(wildcards), "images": "results/images/base.json"}
+    return {"images": "results/images/base.json"}
 
 
 def training_task_params(wildcards):
-    """Where the chosen training tasks' folders are, and, for a prior dataset, the
-    rule that takes its flagged tasks out (the one the generated tasks get)."""
+    """Where the chosen training tasks' folders are."""
     dataset = rl_data(wildcards.model)
     if dataset is None:
-        return {"tasks_root": "results/tasks/shards", "removal": None}
-    removal = {
-        "ngram": DECONTAMINATION["remove_ngram"],
-        "rule": DECONTAMINATION["remove_rule"],
-        "threshold": DECONTAMINATION["remove_threshold"],
-    }
-    return {"tasks_root": f"results/datasets/{dataset}/tasks", "removal": removal}
+        return {"tasks_root": "results/tasks/shards"}
+    return {"tasks_root": f"results/datasets/{dataset}/tasks"}
 
 
 def rl_dataset_ablations():

@@ -48,7 +48,9 @@ rule dataset_difficulty:
         "../scripts/dataset_difficulty.py"
 
 
-rule dataset_decontam:
+rule dataset_decontam_ngram:
+    """The check at one n (as decontam_ngram for the generated tasks): a model trained
+    on this dataset reads only remove_ngram's part."""
     input:
         manifest="results/datasets/{dataset}/manifest.json",
         texts=expand(
@@ -60,12 +62,11 @@ rule dataset_decontam:
             benchmark=DECONTAMINATION["benchmarks"],
         ),
     output:
-        json="results/datasets/{dataset}/decontam.json",
-        markdown="results/datasets/{dataset}/decontam.md",
+        "results/datasets/{dataset}/decontam/{n}.json",
     log:
-        "results/logs/datasets/{dataset}/decontam.log",
+        "results/logs/datasets/{dataset}/decontam/{n}.log",
     benchmark:
-        "results/benchmarks/datasets/{dataset}/decontam.tsv"
+        "results/benchmarks/datasets/{dataset}/decontam/{n}.tsv"
     wildcard_constraints:
         dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     conda:
@@ -73,9 +74,49 @@ rule dataset_decontam:
     threads: 8  # at most --cores locally; the slurm profile sets cpus_per_task
     params:
         benchmarks=DECONTAMINATION["benchmarks"],
-        ngram_sizes=DECONTAMINATION["ngram_sizes"],
         boilerplate_min_items=DECONTAMINATION["boilerplate_min_items"],
         self_test_leaks=DECONTAMINATION["self_test_leaks"],
         seed=config["seed"],
     script:
         "../scripts/dataset_decontam.py"
+
+
+rule dataset_decontam:
+    """The dataset's contamination report over every n (a merge)."""
+    input:
+        expand(
+            "results/datasets/{{dataset}}/decontam/{n}.json",
+            n=DECONTAMINATION["ngram_sizes"],
+        ),
+    output:
+        json="results/datasets/{dataset}/decontam.json",
+        markdown="results/datasets/{dataset}/decontam.md",
+    log:
+        "results/logs/datasets/{dataset}/decontam.log",
+    wildcard_constraints:
+        dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    conda:
+        "../envs/sample.yaml"
+    script:
+        "../scripts/decontam_report.py"
+
+
+checkpoint dataset_filter:
+    """The dataset's tasks the contamination rule removes, for a model trained on it
+    (models[].rl_data); a checkpoint, as decontam_filter."""
+    input:
+        f"results/datasets/{{dataset}}/decontam/{DECONTAMINATION['remove_ngram']}.json",
+    output:
+        "results/datasets/{dataset}/removed.json",
+    log:
+        "results/logs/datasets/{dataset}/filter.log",
+    wildcard_constraints:
+        dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    conda:
+        "../envs/sample.yaml"
+    params:
+        ngram=DECONTAMINATION["remove_ngram"],
+        rule=DECONTAMINATION["remove_rule"],
+        threshold=DECONTAMINATION["remove_threshold"],
+    script:
+        "../scripts/dataset_filter.py"

@@ -22,7 +22,9 @@ rule decontam_benchmark:
         "../scripts/decontam_benchmark.py"
 
 
-rule decontaminate:
+rule decontam_ngram:
+    """The check at one n: its own job, so that the n the removal reads
+    (remove_ngram) and the n that are only reported change independently."""
     input:
         tasks="results/tasks/tasks.parquet",
         texts=expand(
@@ -34,18 +36,16 @@ rule decontaminate:
             benchmark=DECONTAMINATION["benchmarks"],
         ),
     output:
-        json="results/decontam/report.json",
-        markdown="results/decontam/report.md",
+        "results/decontam/ngram/{n}.json",
     log:
-        "results/logs/decontam/decontaminate.log",
+        "results/logs/decontam/ngram/{n}.log",
     benchmark:
-        "results/benchmarks/decontam/decontaminate.tsv"
+        "results/benchmarks/decontam/ngram/{n}.tsv"
     conda:
         "../envs/sample.yaml"
     threads: 8  # at most --cores locally; the slurm profile sets cpus_per_task
     params:
         benchmarks=DECONTAMINATION["benchmarks"],
-        ngram_sizes=DECONTAMINATION["ngram_sizes"],
         boilerplate_min_items=DECONTAMINATION["boilerplate_min_items"],
         self_test_leaks=DECONTAMINATION["self_test_leaks"],
         seed=config["seed"],
@@ -53,12 +53,31 @@ rule decontaminate:
         "../scripts/decontaminate.py"
 
 
-rule decontam_filter:
+rule decontaminate:
+    """The report over every n of ngram_sizes (a merge: no check runs here)."""
+    input:
+        expand("results/decontam/ngram/{n}.json", n=DECONTAMINATION["ngram_sizes"]),
+    output:
+        json="results/decontam/report.json",
+        markdown="results/decontam/report.md",
+    log:
+        "results/logs/decontam/decontaminate.log",
+    conda:
+        "../envs/sample.yaml"
+    script:
+        "../scripts/decontam_report.py"
+
+
+checkpoint decontam_filter:
+    """A checkpoint: when it reruns and writes the same clean set, the training jobs
+    that read it (through clean_tasks.json, which names the set's content hash) are
+    dropped from the plan (see training_task_files)."""
     input:
         tasks="results/tasks/tasks.parquet",
-        report="results/decontam/report.json",
+        report=f"results/decontam/ngram/{DECONTAMINATION['remove_ngram']}.json",
     output:
         clean="results/decontam/clean_tasks.parquet",
+        pointer="results/decontam/clean_tasks.json",
         removed="results/decontam/removed.json",
     log:
         "results/logs/decontam/filter.log",

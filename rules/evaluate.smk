@@ -18,7 +18,7 @@ rule tiny_model:
         "../scripts/build_tiny_model.py"
 
 
-rule benchmark_tasks:
+checkpoint benchmark_tasks:
     input:
         unpack(benchmark_inputs),
     output:
@@ -30,18 +30,16 @@ rule benchmark_tasks:
     conda:
         "../envs/evaluate.yaml"
     params:
-        sources=EVALUATION["sources"],
-        max_tasks=EVALUATION["max_tasks"],
-        heldout_fraction=EVALUATION["heldout_fraction"],
-        seed=config["seed"],
+        benchmark=benchmark_params,
     script:
         "../scripts/benchmark_tasks.py"
 
 
 rule evaluate:
     input:
-        tasks="results/eval/benchmarks/{benchmark}.json",
+        tasks=lambda wildcards: benchmark_manifest(wildcards.benchmark),
         model=eval_model_dir,
+        gate=eval_model_gate,
         toolbox="results/images/toolbox.json",
         images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
     output:
@@ -56,7 +54,7 @@ rule evaluate:
     threads: eval_concurrency()
     params:
         model=eval_model_entry,
-        evaluation=EVALUATION,
+        evaluation=eval_run_settings(),
         backend=config["sandbox"]["backend"],
     script:
         "../scripts/evaluate.py"

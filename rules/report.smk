@@ -2,7 +2,6 @@
 # the published numbers beside them, and the provenance of each. Tables recompute
 # pass@1 from the trials themselves (infrastructure errors score 0, as in the paper).
 
-from tmax.config import config_hash  # noqa: E402
 from tmax.report.stage import figure_files, table_files  # noqa: E402
 from tmax.report.tables import packaged_paper_values_path  # noqa: E402
 
@@ -72,12 +71,18 @@ rule report_figures:
         "../envs/report.yaml"
     params:
         models=report_trained_models(),
-        rl={name: rl_config(name) for name in report_trained_models()},
+        rl={
+            name: {key: rl_config(name)[key] for key in ("loss", "group_size")}
+            for name in report_trained_models()
+        },
     script:
         "../scripts/report_figures.py"
 
 
 rule report_provenance:
+    """Digests of every table, figure and input, and the config as it is when this job
+    runs. Its inputs change whenever a result does; a config edit that changes no
+    result (concurrency, layout, timeouts) reruns nothing, this job included."""
     input:
         results=REPORT_TABLES + REPORT_FIGURES + REPORT_FIGURES_PDF,
         inputs=rules.report_tables.input.runs
@@ -104,7 +109,5 @@ rule report_provenance:
         "results/logs/report/provenance.log",
     conda:
         "../envs/report.yaml"
-    params:
-        config_hash=config_hash(config),
     script:
         "../scripts/report_provenance.py"

@@ -51,7 +51,8 @@ rule rl_plan:
 
 rule rl_train:
     input:
-        unpack(training_task_source),
+        unpack(training_task_files),
+        unpack(training_task_support),
         model=rl_start_model,
         toolbox="results/images/toolbox.json",
         plan=rl_plan_gate,
@@ -71,7 +72,7 @@ rule rl_train:
         nodes=lambda wildcards: training_job(wildcards.model)["nodes"],
         tasks=lambda wildcards: training_job(wildcards.model)["tasks"],
     params:
-        rl=lambda wildcards: rl_config(wildcards.model),
+        recipe=rl_recipe_params,
         heldout_fraction=EVALUATION["heldout_fraction"],
         seed=config["seed"],
         backend=config["sandbox"]["backend"],
@@ -83,10 +84,11 @@ rule rl_train:
 
 rule evaluate_snapshot:
     input:
-        tasks=lambda wildcards: (
-            f"results/eval/benchmarks/{rl_config(wildcards.model)['select_benchmark']}.json"
+        tasks=lambda wildcards: benchmark_manifest(
+            rl_config(wildcards.model)["select_benchmark"]
         ),
         snapshots="results/rl/{model}/snapshots",
+        gate=trained_model_gate,
         toolbox="results/images/toolbox.json",
         images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
     output:
@@ -102,7 +104,7 @@ rule evaluate_snapshot:
     params:
         model=lambda wildcards: {"name": f"{wildcards.model}-tmax-step{wildcards.step}"},
         harness=lambda wildcards: rl_config(wildcards.model)["select_harness"],
-        evaluation=EVALUATION,
+        evaluation=eval_run_settings(),
         backend=config["sandbox"]["backend"],
     script:
         "../scripts/evaluate.py"
@@ -111,6 +113,7 @@ rule evaluate_snapshot:
 rule select_checkpoint:
     input:
         snapshots="results/rl/{model}/snapshots",
+        gate=trained_model_gate,
         runs=selection_run_files,
     output:
         model=directory("results/models/{model}-tmax"),

@@ -17,7 +17,6 @@ rule validate_tasks:
         "../envs/sandbox.yaml"
     params:
         backend=config["sandbox"]["backend"],
-        workers=config["sandbox"]["max_concurrency"],
         validator=validator_fingerprint(),
     script:
         "../scripts/validate_tasks.py"

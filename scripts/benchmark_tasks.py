@@ -11,14 +11,15 @@ from tmax.logs import setup_logging
 
 setup_logging(snakemake.log[0])
 tasks = snakemake.input.get("tasks")
+settings = snakemake.params.benchmark
 prepare_benchmark(
     snakemake.wildcards.benchmark,
     Path(snakemake.output[0]),
     work_dir=Path("results/eval/benchmarks") / snakemake.wildcards.benchmark,
-    sources=snakemake.params.sources,
+    sources=settings["sources"],
     tasks_parquet=Path(tasks) if tasks else None,
     tasks_root=Path("results/tasks/shards"),
-    heldout_fraction=snakemake.params.heldout_fraction,
-    seed=snakemake.params.seed,
-    max_tasks=snakemake.params.max_tasks,
+    heldout_fraction=settings.get("heldout_fraction", 0.0),
+    seed=settings.get("seed", 0),
+    max_tasks=settings["max_tasks"],
 )

@@ -20,9 +20,9 @@ dataset_decontam(
             strict=True,
         )
     ),
-    Path(snakemake.output.json),
-    Path(snakemake.output.markdown),
-    ngram_sizes=snakemake.params.ngram_sizes,
+    Path(snakemake.output[0]),
+    None,
+    ngram_sizes=[int(snakemake.wildcards.n)],
     boilerplate_min_items=snakemake.params.boilerplate_min_items,
     workers=snakemake.threads,
     self_test_leaks=snakemake.params.self_test_leaks,

@@ -1,4 +1,5 @@
-"""Snakemake entry: the clean task set (what RL trains on) and the removed tasks."""
+"""Snakemake entry: the clean task set (what RL trains on), a pointer to it with its
+content hash (what the training jobs declare as input), and the removed tasks."""
 
 import sys
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from tmax.decontam.stage import filter_tasks
+from tmax.io import write_pointer
 from tmax.logs import setup_logging
 
 setup_logging(snakemake.log[0])
@@ -19,3 +21,4 @@ filter_tasks(
     clean=Path(snakemake.output.clean),
     removed=Path(snakemake.output.removed),
 )
+write_pointer(snakemake.output.pointer, snakemake.output.clean)

@@ -1,4 +1,4 @@
-"""Snakemake entry: the n-gram check of every task against every benchmark."""
+"""Snakemake entry: the n-gram check of every task against every benchmark at one n."""
 
 import sys
 from pathlib import Path
@@ -20,10 +20,10 @@ decontaminate(
             strict=True,
         )
     ),
-    ngram_sizes=snakemake.params.ngram_sizes,
+    ngram_sizes=[int(snakemake.wildcards.n)],
     boilerplate_min_items=snakemake.params.boilerplate_min_items,
-    report_json=Path(snakemake.output.json),
-    report_md=Path(snakemake.output.markdown),
+    report_json=Path(snakemake.output[0]),
+    report_md=None,
     workers=snakemake.threads,
     self_test_leaks=snakemake.params.self_test_leaks,
     seed=snakemake.params.seed,

@@ -6,16 +6,24 @@ from pathlib import Path
 # src/ on the path, so the script also runs in a bare conda env (--sdm conda).
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
+from tmax.io import read_pointer
 from tmax.logs import setup_logging
+from tmax.rl.recipe import model_rl
 from tmax.rl.stage import rl_train
 
 setup_logging(snakemake.log[0])
-rl = snakemake.params.rl
+# The clean generated tasks (a pointer naming their content hash), or a prior dataset's
+# manifest.
+clean = snakemake.input.get("clean")
+tasks = read_pointer(clean) if clean else Path(snakemake.input.tasks)
+# Every rl setting, operational ones too (params.recipe holds only those that change
+# the trained model: the rerun trigger).
+rl = model_rl(snakemake.config, snakemake.wildcards.model)
 source = snakemake.params.source  # the generated tasks, or a prior dataset's
-decontam = snakemake.input.get("decontam")
+removed = snakemake.input.get("removed")  # a prior dataset's flagged tasks
 rl_train(
     Path(snakemake.input.model),
-    Path(snakemake.input.tasks),
+    tasks,
     Path(source["tasks_root"]),
     Path(snakemake.output.snapshots),
     Path(snakemake.output.curve),
@@ -25,6 +33,5 @@ rl_train(
     seed=snakemake.params.seed,
     threads=snakemake.threads,
     backend=snakemake.params.backend,
-    decontam=Path(decontam) if decontam else None,
-    removal=source["removal"],
+    removed=Path(removed) if removed else None,
 )

@@ -6,20 +6,24 @@ from pathlib import Path
 # src/ on the path, so the script also runs in a bare conda env (--sdm conda).
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
+from tmax.io import read_pointer
 from tmax.logs import setup_logging
 from tmax.rl.stage import sft_warmup
 
 setup_logging(snakemake.log[0])
-decontam = snakemake.input.get("decontam")  # set when the model trains on a prior dataset
+# The clean generated tasks (a pointer naming their content hash), or a prior dataset's
+# manifest.
+clean = snakemake.input.get("clean")
+tasks = read_pointer(clean) if clean else Path(snakemake.input.tasks)
+removed = snakemake.input.get("removed")  # a prior dataset's flagged tasks
 sft_warmup(
     Path(snakemake.input.model),
-    Path(snakemake.input.tasks),
+    tasks,
     Path(snakemake.output.model),
     Path(snakemake.output.curve),
     rl=snakemake.params.rl,
     heldout_fraction=snakemake.params.heldout_fraction,
     seed=snakemake.params.seed,
     threads=snakemake.threads,
-    decontam=Path(decontam) if decontam else None,
-    removal=snakemake.params.source["removal"],
+    removed=Path(removed) if removed else None,
 )

@@ -14,5 +14,5 @@ validate_shard(
     snakemake.input.tasks,
     snakemake.params.backend,
     snakemake.output[0],
-    workers=snakemake.params.workers,
+    workers=snakemake.config["sandbox"]["max_concurrency"],  # not a param: no rerun
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
@@ -78,3 +79,38 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file; of the sorted (name, digest) list for a directory."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    if path.is_dir():
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(str(child.relative_to(path)).encode())
+            digest.update(file_digest(child).encode())
+        return digest.hexdigest()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_pointer(pointer: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """A small JSON naming ``target`` and its sha256: what a workflow job declares as
+    its input instead of a file too large for Snakemake's input checksums, so that a
+    rewrite with the same content does not rerun it (see rules/common.smk)."""
+    write_json(pointer, {"path": str(target), "sha256": file_digest(target)})
+
+
+def read_pointer(pointer: str | os.PathLike[str]) -> Path:
+    """The file a pointer names, after checking that it still has the recorded content."""
+    record = json.loads(Path(pointer).read_text())
+    target = Path(record["path"])
+    if not target.is_file():
+        raise FileNotFoundError(f"{pointer} names {target}, which does not exist")
+    if file_digest(target) != record["sha256"]:
+        raise ValueError(
+            f"{target} changed after {pointer} was written: rerun the job that writes both"
+        )
+    return target

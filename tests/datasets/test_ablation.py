@@ -22,6 +22,7 @@ from tests.report.conftest import write_scenario
 from tests.report.test_build import texts
 from tests.workflow.test_snakemake import copy_workflow, edit_config, planned_jobs, snakemake
 from tmax.config import ConfigError, validate_config
+from tmax.decontam.stage import write_removals
 from tmax.report.build import build_tables
 from tmax.report.ingest import measure, records_from_runs
 from tmax.report.tables import load_paper_values
@@ -68,25 +69,31 @@ def test_training_tasks_of_a_dataset(tmp_path: Path) -> None:
     )
     decontam = manifest.parent / "decontam.json"
 
-    def ids(**kwargs: Any) -> list[str]:
-        return [r["task_id"] for r in choose_dataset_tasks(manifest, decontam, **kwargs)]
+    def removed(removal: dict[str, Any]) -> Path:
+        write_removals(decontam, tmp_path / "removed.json", **removal)
+        return tmp_path / "removed.json"
+
+    def ids(removal: dict[str, Any], **kwargs: Any) -> list[str]:
+        rows = choose_dataset_tasks(manifest, removed(removal), **kwargs)
+        return [r["task_id"] for r in rows]
 
     # shortest instruction first, ties by id; flagged and folderless tasks left out
-    assert ids(removal=ANY_OVERLAP, limit=None) == ["short-a", "short-b", "long"]
-    assert ids(removal=ANY_OVERLAP, limit=2) == ["short-a", "short-b"]
+    assert ids(ANY_OVERLAP, limit=None) == ["short-a", "short-b", "long"]
+    assert ids(ANY_OVERLAP, limit=2) == ["short-a", "short-b"]
     # the configured rule decides, as for the generated tasks
-    assert ids(removal={**ANY_OVERLAP, "rule": "count", "threshold": 5}, limit=1) == ["leaky"]
+    assert ids({**ANY_OVERLAP, "rule": "count", "threshold": 5}, limit=1) == ["leaky"]
     # the SFT warm-up: only tasks that ship a reference solution
-    rows = choose_dataset_tasks(manifest, decontam, removal=ANY_OVERLAP, limit=None,
+    rows = choose_dataset_tasks(manifest, removed(ANY_OVERLAP), limit=None,
                                 with_solution=True)  # fmt: skip
     assert [(r["task_id"], r["files"][0]["data"]) for r in rows] == [("short-b", b"echo short-b\n")]
 
 
 def test_a_dataset_with_nothing_to_train_on_is_an_error(tmp_path: Path) -> None:
     manifest = write_dataset(tmp_path / "fx", {"leaky": ("x", False)}, {"leaky": 1})
+    removed = tmp_path / "removed.json"
+    write_removals(manifest.parent / "decontam.json", removed, **ANY_OVERLAP)
     with pytest.raises(ValueError, match="no converted task left to train on"):
-        choose_dataset_tasks(manifest, manifest.parent / "decontam.json",
-                             removal=ANY_OVERLAP, limit=None)  # fmt: skip
+        choose_dataset_tasks(manifest, removed, limit=None)
 
 
 def test_rl_data_must_name_a_dataset_with_environments(config: dict[str, Any]) -> None:
@@ -187,7 +194,8 @@ def test_a_model_with_rl_data_trains_on_the_dataset(tmp_path: Path) -> None:
     assert planned_jobs(workdir, "results/models/tiny-qwen3-fx-tmax") == {
         "prepare_dataset": 1,
         "decontam_benchmark": 2,
-        "dataset_decontam": 1,
+        "dataset_decontam_ngram": 1,  # the 13-grams the removal reads, not the report
+        "dataset_filter": 1,
         "tiny_model": 1,
         "sft_warmup": 1,
         "toolbox": 1,
@@ -200,6 +208,7 @@ def test_a_model_with_rl_data_trains_on_the_dataset(tmp_path: Path) -> None:
     assert (plan["rl_train"], plan["sft_warmup"], plan["evaluate"]) == (2, 2, 18)
     for rule in ("prepare_dataset", "label_dataset", "dataset_difficulty", "dataset_decontam"):
         assert plan[rule] == 1
+    assert plan["dataset_decontam_ngram"] == 2
 
 
 @pytest.mark.slow

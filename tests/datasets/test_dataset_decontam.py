@@ -98,6 +98,7 @@ def test_the_rule_checks_each_configured_dataset(tmp_path: Path) -> None:
     assert planned_jobs(workdir, target) == {
         "prepare_dataset": 1,
         "decontam_benchmark": 2,
+        "dataset_decontam_ngram": 2,
         "dataset_decontam": 1,
     }
     plan = planned_jobs(workdir)
@@ -108,4 +109,4 @@ def test_the_rule_checks_each_configured_dataset(tmp_path: Path) -> None:
     assert set(report["benchmarks"]) == {"terminal-bench-2.0", "tb-lite"}
     assert instruction_hits(report) == {LEAKY_TASK: {LEAKED_ITEM}}
     assert (workdir / "results/datasets/fx/decontam.md").is_file()
-    assert (workdir / "results/logs/datasets/fx/decontam.log").stat().st_size > 0
+    assert (workdir / "results/logs/datasets/fx/decontam/13.log").stat().st_size > 0

@@ -19,6 +19,7 @@ from tmax.decontam.stage import (
     decontaminate,
     filter_tasks,
     load_benchmark,
+    merge_reports,
 )
 
 LOG_INSTRUCTION = (FIXTURE_TASKS / "count-error-lines" / "instruction.md").read_text()
@@ -111,6 +112,29 @@ def test_a_disguised_leak_is_found_and_explained(
     assert "| dataset | terminal-bench-2.0 13-gram | terminal-bench-2.0 8-gram |" in table
     assert "| generated | 33.3% (25.0% items) |" in table
     assert "`leaky`" in table
+
+
+def test_one_check_per_n_merges_into_the_same_report(
+    tmp_path: Path, fixture_benchmark: tuple[str, Path, Path]
+) -> None:
+    """The workflow checks each n in its own job and merges them: the report is the one a
+    single check over every n writes, and a part from other tasks is refused."""
+    (tmp_path / "whole").mkdir()
+    whole = run_check(tmp_path / "whole", fixture_benchmark)
+    parts = []
+    for n in (13, 8):
+        part = tmp_path / f"n{n}"
+        part.mkdir()
+        run_check(part, fixture_benchmark, ngram_sizes=[n])
+        parts.append(part / "report.json")
+    merged = merge_reports(parts, tmp_path / "merged.json", tmp_path / "merged.md")
+    assert merged == whole
+    assert (tmp_path / "merged.md").read_text() == (tmp_path / "whole/report.md").read_text()
+    other = json.loads(parts[1].read_text())
+    other["tasks"] += 1
+    parts[1].write_text(json.dumps(other))
+    with pytest.raises(DecontaminationError, match="checked with another tasks"):
+        merge_reports(parts, tmp_path / "m.json", tmp_path / "m.md")
 
 
 def test_ngrams_common_to_many_items_are_boilerplate(tmp_path: Path) -> None:

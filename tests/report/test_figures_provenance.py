@@ -10,8 +10,9 @@ from pathlib import Path
 from tests.conftest import ROOT
 from tests.report.conftest import CURVE, DECONTAM_REPORT, TASKS_REPORT
 from tmax.config import config_hash
+from tmax.io import file_digest
 from tmax.report.figures import write_figures
-from tmax.report.provenance import file_digest, git_state, provenance
+from tmax.report.provenance import git_state, provenance
 from tmax.report.stage import FIGURE_NAMES
 
 

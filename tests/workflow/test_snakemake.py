@@ -14,23 +14,11 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
+from tests.workflow.rerun_matrix import copy_workflow_files, ran_jobs
 from tmax.cli import main as tmax_main
 from tmax.taxonomy import read_specs
 
 pytestmark = pytest.mark.slow
-
-WORKFLOW_PATHS = [
-    "Snakefile",
-    "config.yaml",
-    "configs",
-    "rules",
-    "scripts",
-    "envs",
-    "profiles",
-    "slurm",
-    "src",
-    "README.md",
-]
 
 
 def snakemake(
@@ -107,12 +95,7 @@ tiny model through a real `transformers serve`) runs in a minute or two."""
 
 
 def copy_workflow(workdir: Path, small: bool = True) -> Path:
-    for name in WORKFLOW_PATHS:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, workdir / name)
+    copy_workflow_files(workdir)
     if small:
         edit_config(workdir, lambda c: c["sampler"].update(SMALL))
         edit_config(workdir, lambda c: c["evaluation"].update(SMALL_EVALUATION))
@@ -132,6 +115,7 @@ FIRST_RUN = {
     "validate_tasks": 3,
     "collect_tasks": 1,
     "decontam_benchmark": 2,
+    "decontam_ngram": 2,
     "decontaminate": 1,
     "decontam_filter": 1,
     "tiny_model": 1,
@@ -148,6 +132,7 @@ FIRST_RUN = {
     "all": 1,
 }
 EVALUATION_JOBS = {
+    "decontam_ngram": 2,
     "decontaminate": 1,
     "decontam_filter": 1,
     "sft_warmup": 1,
@@ -343,6 +328,25 @@ def test_changed_sampler_parameter_reruns_sampler_and_dependants(workflow: Path)
         "all": 1,
     }
     config.write_text(original)
+    assert planned_jobs(workflow) == {}
+
+
+def test_a_rerun_check_that_removes_the_same_tasks_retrains_nothing(workflow: Path) -> None:
+    """The decontam_filter checkpoint: the check reruns (its self-test changed), the
+    filter writes the same clean set, and the training and evaluation jobs Snakemake
+    planned below it drop out once it has; a later plan has nothing to do."""
+    clean = workflow / "results/decontam/clean_tasks.parquet"
+    trained = workflow / "results/rl/tiny-qwen3/curve.json"
+    before = (clean.read_bytes(), trained.stat().st_mtime_ns)
+    edit_config(workflow, lambda c: c["decontamination"].update(self_test_leaks=10))
+    plan = planned_jobs(workflow)
+    assert plan["decontam_ngram"] == 2 and plan["rl_train"] == 1 and plan["evaluate"] == 1
+    result = snakemake(workflow)
+    ran = ran_jobs(result.stdout + result.stderr)
+    assert ran["decontam_ngram"] == 2 and ran["decontam_filter"] == 1, ran
+    for rule in ("sft_warmup", "rl_train", "select_checkpoint", "evaluate"):
+        assert rule not in ran, ran
+    assert (clean.read_bytes(), trained.stat().st_mtime_ns) == before
     assert planned_jobs(workflow) == {}
 
 

@@ -145,7 +145,7 @@ def dataset_decontam(
     manifest_path: Path,
     benchmarks: Sequence[tuple[str, Path, Path]],
     report_json: Path,
-    report_md: Path,
+    report_md: Path | None,
     *,
     ngram_sizes: Sequence[int],
     boilerplate_min_items: int,
@@ -153,8 +153,10 @@ def dataset_decontam(
     self_test_leaks: int = 20,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Write ``decontam.json`` (and its Markdown) for one dataset: the paper's
-    contamination check (§3.3) on the sampled tasks, as for the generated ones."""
+    """Write ``decontam.json`` (and its Markdown unless ``report_md`` is None) for one
+    dataset: the paper's contamination check (§3.3) on the sampled tasks, as for the
+    generated ones. The workflow runs it once per n and merges the parts
+    (:func:`tmax.decontam.stage.merge_reports`)."""
     manifest = read_manifest(manifest_path)
     texts = manifest_texts(manifest, manifest_path.parent)
     log.info("%s: checking %d text(s) of %d task(s)", manifest["dataset"], len(texts),

@@ -5,6 +5,9 @@
    the message says how to provide it) or is recorded as not checked (``skip``).
 2. ``decontaminate``: every task field against every benchmark text at each n; the
    report (JSON and the paper-shaped Markdown table), with a planted-leak self-test.
+   The workflow runs it as one job per n (``ngram_sizes=[n]``, no Markdown) and
+   ``merge_reports``: the removal reads only its own n's part, so an n that is only
+   reported can be added or dropped without touching what training reads.
 3. ``filter_tasks``: the clean task set that training reads, and the removed tasks
    with their reasons (``removal_reasons``, also applied to a prior dataset that RL
    trains on).
@@ -91,14 +94,14 @@ def decontaminate(
     ngram_sizes: Sequence[int],
     boilerplate_min_items: int,
     report_json: Path,
-    report_md: Path,
+    report_md: Path | None,
     dataset: str = "generated",
     workers: int | None = None,
     self_test_leaks: int = 20,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Check every exported task against every loaded benchmark at every n; write the
-    report."""
+    report (the Markdown too unless ``report_md`` is None)."""
     return check_texts(
         read_task_texts(tasks_parquet), benchmarks, ngram_sizes=ngram_sizes,
         boilerplate_min_items=boilerplate_min_items, report_json=report_json,
@@ -114,7 +117,7 @@ def check_texts(
     ngram_sizes: Sequence[int],
     boilerplate_min_items: int,
     report_json: Path,
-    report_md: Path,
+    report_md: Path | None,
     dataset: str,
     workers: int | None = None,
     self_test_leaks: int = 20,
@@ -167,8 +170,32 @@ def check_texts(
     else:
         log.warning("no benchmark could be loaded: nothing was checked (see the report)")
     write_json(report_json, report)
-    write_text(report_md, render_report(report))
+    if report_md is not None:
+        write_text(report_md, render_report(report))
     return report
+
+
+def merge_reports(parts: Sequence[Path], report_json: Path, report_md: Path) -> dict[str, Any]:
+    """One report from per-n reports of the same tasks and benchmarks (the workflow's
+    ``decontam_ngram`` jobs), in the order given; equal to checking every n at once."""
+    reports = [json.loads(Path(p).read_text()) for p in parts]
+    if not reports:
+        raise DecontaminationError("no per-n decontamination report to merge")
+    first = reports[0]
+    for path, other in zip(parts, reports, strict=True):
+        for key in ("dataset", "tasks", "task_texts", "benchmarks", "boilerplate_min_items"):
+            if other[key] != first[key]:
+                raise DecontaminationError(
+                    f"{path} was checked with another {key} than {parts[0]}: rerun both"
+                )
+    merged = {**first, "ngram_sizes": [n for r in reports for n in r["ngram_sizes"]]}
+    for key in ("self_test", "boilerplate", "flagged"):
+        merged[key] = {n: part for r in reports for n, part in r[key].items()}
+    rows = [row for r in reports for row in r["summary"]]
+    merged["summary"] = sorted(rows, key=lambda row: -row["n"])  # stable: benchmarks stay
+    write_json(report_json, merged)
+    write_text(report_md, render_report(merged))
+    return merged
 
 
 def render_report(report: Mapping[str, Any]) -> str:
@@ -253,6 +280,19 @@ def filter_tasks(
     log.info("kept %d of %d task(s); removed %d (%s rule, %d-grams)", summary["kept"],
              table.num_rows, len(reasons), rule, ngram)  # fmt: skip
     return summary
+
+
+def write_removals(
+    report_json: Path, output: Path, *, ngram: int, rule: str, threshold: float
+) -> dict[str, str]:
+    """Write ``{"removed": {task id: why}}``: what the configured rule takes out of a
+    prior dataset's tasks (the workflow's dataset_filter checkpoint, which training
+    reads: a rerun check that flags the same tasks then retrains nothing)."""
+    reasons = removal_reasons(
+        json.loads(Path(report_json).read_text()), ngram=ngram, rule=rule, threshold=threshold
+    )
+    write_json(output, {"removed": dict(sorted(reasons.items()))})
+    return reasons
 
 
 def removal_reasons(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.evaluate.runner import plan_trials, run_trials
+from tmax.evaluate.trial import task_checksum
 from tmax.harness import HarnessSettings
 from tmax.io import write_json, write_text
 
@@ -73,14 +74,17 @@ def prepare_benchmark(
         # A stable subset: ordered by a hash of the name, so raising the cap only adds.
         tasks = sorted(tasks, key=lambda p: hashlib.sha256(p.name.encode()).hexdigest())
         tasks = sorted(tasks[:max_tasks], key=lambda p: p.name)
+    # Each task's content hash: a rewritten list equal to the last one means the same
+    # tasks, so the workflow can keep the evaluations that read it (rules/common.smk).
     manifest = {
         "benchmark": name,
         "source": task_set.source,
         "tasks": [
-            {"name": path.name, "path": str(path), "domain": task_set.domains.get(path.name)}
+            {"name": path.name, "path": str(path), "domain": task_set.domains.get(path.name),
+             "sha256": task_checksum(path)}
             for path in tasks
         ],
-    }
+    }  # fmt: skip
     write_json(output, manifest)
     log.info("%s: %d task(s) from %s", name, len(tasks), task_set.source)
     return manifest

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.config import config_hash
+from tmax.io import file_digest
 
 #: Distributions whose versions decide the results (those not installed say so).
 PACKAGES = (
@@ -53,21 +53,6 @@ def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
-
-
-def file_digest(path: Path) -> str:
-    """sha256 of a file; of the sorted (name, digest) list for a directory."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    if path.is_dir():
-        for child in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(str(child.relative_to(path)).encode())
-            digest.update(file_digest(child).encode())
-        return digest.hexdigest()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def provenance(

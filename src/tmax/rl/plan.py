@@ -37,6 +37,8 @@ from typing import Any
 
 import yaml
 
+from tmax.rl.recipe import rl_settings
+
 GIB = 2**30
 
 log = logging.getLogger("tmax.rl.plan")
@@ -714,12 +716,6 @@ def plan_model(
     return ModelPlan(name, path, architecture.source, parameters, layout, checks, notes)
 
 
-def rl_settings(config: Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
-    """A model's rl section: the top-level one with its ``models[].rl`` overrides (as
-    ``rules/common.smk::rl_config`` resolves it)."""
-    return {**config["rl"], **(model.get("rl") or {})}
-
-
 def plan_config(
     config: Mapping[str, Any], models: list[str] | None = None, *, gpu_only: bool = False
 ) -> tuple[list[ModelPlan], list[str]]:
@@ -759,6 +755,50 @@ def check_config(config: Mapping[str, Any], models: list[str] | None = None) -> 
     plans, _ = plan_config(config, models, gpu_only=True)
     _raise_if_unfit(plans)
     return plans
+
+
+def check_model_cached(config: Mapping[str, Any], name: str) -> None:
+    """:func:`check_config` for one model, its outcome remembered: every Snakemake
+    invocation asks it of every training job while building the plan (rules/common.smk,
+    ``rl_plan_gate``), and a plan takes about half a second (transformers builds the
+    model on the meta device). The record, under ``$TMAX_CACHE/plan-checks``, is keyed
+    by all the plan reads: the model entry, its rl section, the hardware, the resolved
+    architecture, this module's source and the versions of the packages it asks."""
+    import hashlib
+    from importlib import metadata
+
+    from tmax.io import cache_dir, write_json
+
+    model = next((m for m in config["models"] if m["name"] == name), None)
+    if model is None:
+        check_config(config, [name])  # raises, naming the model
+        return
+    architecture = resolve_architecture(model["path"])
+    versions = {}
+    for package in ("torch", "transformers", "deepspeed"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    key = json.dumps(
+        [model, rl_settings(config, model), config.get("hardware") or {},
+         asdict(architecture) if architecture else None, versions,
+         hashlib.sha256(Path(__file__).read_bytes()).hexdigest()],
+        sort_keys=True, default=str,
+    )  # fmt: skip
+    record = cache_dir() / "plan-checks" / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    if record.exists():
+        problem = json.loads(record.read_text())["problem"]
+    else:
+        try:
+            check_config(config, [name])
+            problem = None
+        except PlanError as error:
+            problem = str(error)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        write_json(record, {"key": json.loads(key), "problem": problem})
+    if problem is not None:
+        raise PlanError(problem)
 
 
 def _raise_if_unfit(plans: list[ModelPlan]) -> None:

@@ -51,28 +51,26 @@ def choose_training_tasks(
 
 def choose_dataset_tasks(
     manifest: Path,
-    decontam: Path,
+    removed: Path,
     *,
-    removal: Mapping[str, Any],
     limit: int | None,
     with_solution: bool = False,
 ) -> list[dict[str, Any]]:
     """A prior dataset's training tasks (the RL-dataset ablation), as rows shaped like
     :func:`choose_training_tasks`'s: its converted tasks (those with a folder) that the
-    contamination rule ``removal`` (``decontamination.remove_*``: ngram, rule,
-    threshold) keeps, as it keeps generated ones. There is no held-out split: the
+    contamination rule (``decontamination.remove_*``) keeps, as it keeps generated
+    ones: ``removed`` is the dataset_filter job's list of the others
+    (:func:`tmax.decontam.stage.write_removals`). There is no held-out split: the
     dataset is never evaluated on. With ``limit``, the shortest instructions first,
     then by id (many datasets ship no reference solution to measure); with
     ``with_solution``, only tasks that ship ``solution/solve.sh`` (SFT)."""
     import json
 
-    from tmax.decontam.stage import removal_reasons
-
     document = json.loads(manifest.read_text(encoding="utf-8"))
-    removed = removal_reasons(json.loads(decontam.read_text(encoding="utf-8")), **removal)
+    removed_ids = json.loads(removed.read_text(encoding="utf-8"))["removed"]
     rows = []
     for task in document["tasks"]:
-        if not task.get("path") or task["id"] in removed:
+        if not task.get("path") or task["id"] in removed_ids:
             continue
         solve = manifest.parent / task["path"] / "solution" / "solve.sh"
         files = []
@@ -82,10 +80,10 @@ def choose_dataset_tasks(
             continue
         rows.append({"task_id": task["id"], "instruction": task["instruction"], "files": files})
     log.info("%s: %d training task(s); %d removed by the contamination rule",
-             document["dataset"], len(rows), len(removed))  # fmt: skip
+             document["dataset"], len(rows), len(removed_ids))  # fmt: skip
     if not rows:
         what = "converted task with solution/solve.sh" if with_solution else "converted task"
-        raise ValueError(f"{manifest}: no {what} left to train on ({len(removed)} removed)")
+        raise ValueError(f"{manifest}: no {what} left to train on ({len(removed_ids)} removed)")
     rows.sort(key=lambda r: (len(r["instruction"]), r["task_id"]))
     return rows[:limit] if limit is not None else rows
 
@@ -96,17 +94,15 @@ def training_rows(
     heldout_fraction: float,
     seed: int,
     limit: int | None,
-    decontam: Path | None = None,
-    removal: Mapping[str, Any] | None = None,
+    removed: Path | None = None,
     with_solution: bool = False,
 ) -> list[dict[str, Any]]:
     """The training tasks: ``tasks`` is the clean generated set (clean_tasks.parquet),
-    or, with ``decontam``, a prior dataset's manifest.json."""
-    if decontam is None:
+    or, with ``removed`` (its flagged tasks), a prior dataset's manifest.json."""
+    if removed is None:
         return choose_training_tasks(tasks, heldout_fraction=heldout_fraction, seed=seed,
                                      limit=limit)  # fmt: skip
-    return choose_dataset_tasks(tasks, decontam, removal=removal or {}, limit=limit,
-                                with_solution=with_solution)  # fmt: skip
+    return choose_dataset_tasks(tasks, removed, limit=limit, with_solution=with_solution)
 
 
 def solution_of(row: Mapping[str, Any]) -> str:
@@ -160,18 +156,17 @@ def sft_warmup(
     heldout_fraction: float,
     seed: int,
     threads: int = 1,
-    decontam: Path | None = None,
-    removal: Mapping[str, Any] | None = None,
+    removed: Path | None = None,
 ) -> list[dict[str, float]]:
     """SFT on the reference solutions of the training tasks (``threads``: torch's);
-    for a prior dataset (``decontam`` given), on those of its tasks that ship one."""
+    for a prior dataset (``removed`` given), on those of its tasks that ship one."""
     from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation
 
     torch.set_num_threads(threads)
     sft = rl["sft"]
     rows = training_rows(
         tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
-        decontam=decontam, removal=removal, with_solution=True,
+        removed=removed, with_solution=True,
     )  # fmt: skip
     model, tokenizer = _load(model_dir)
     settings = harness_settings(rl)
@@ -242,8 +237,7 @@ def rl_train(
     seed: int,
     backend: str,
     threads: int = 1,
-    decontam: Path | None = None,
-    removal: Mapping[str, Any] | None = None,
+    removed: Path | None = None,
 ) -> dict[str, Any]:
     """DPPO from ``model_dir`` on the training tasks (:func:`training_rows`), whose
     folders are under ``tasks_root``; resumes from ``run_dir``. Writes a servable model
@@ -263,7 +257,7 @@ def rl_train(
     where = placement()
     rows = training_rows(
         tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
-        decontam=decontam, removal=removal,
+        removed=removed,
     )  # fmt: skip
     task_ids = [r["task_id"] for r in rows]
     settings = RLSettings.from_config(rl, seed)

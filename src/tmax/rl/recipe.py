@@ -1,0 +1,60 @@
+"""Which rl settings change a trained model, and a model's resolved rl section.
+
+The workflow reruns a training job when its recipe changes (rules/common.smk,
+``rl_recipe_params``), not when only the way it runs does: where its ranks and engines
+sit, how many episodes run at once, how long a rank waits, how often it checkpoints.
+The job itself reads every setting (:func:`model_rl`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+OPERATIONAL_SETTINGS = frozenset(
+    {
+        # layout: the same math on other nodes
+        "training_nodes",
+        "inference_nodes",
+        "ranks_per_node",
+        "engines_per_node",
+        "engine_tensor_parallel",
+        "zero_stage",
+        "weight_transfer",
+        # memory: the same gradients, computed in other pieces
+        "micro_batch_tokens",
+        "gradient_checkpointing",
+        # concurrency
+        "rollout_workers",
+        "groups_in_flight",
+        # faults and time
+        "checkpoint_every",
+        "step_timeout_sec",
+        "stop_grace_sec",
+        "collective_timeout_sec",
+        "engine_start_timeout_sec",
+        # how the snapshots are compared (evaluate_snapshot, select_checkpoint)
+        "select_benchmark",
+        "select_harness",
+        "select_runs",
+    }
+)
+"""rl settings that do not change what a training job writes."""
+
+
+def rl_settings(config: Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
+    """A model's rl section: the top-level one with its ``models[].rl`` overrides."""
+    return {**config["rl"], **(model.get("rl") or {})}
+
+
+def model_rl(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """:func:`rl_settings` of the configured model named ``name``."""
+    for model in config["models"]:
+        if model["name"] == name:
+            return rl_settings(config, model)
+    known = ", ".join(m["name"] for m in config["models"])
+    raise KeyError(f"no model named {name!r} in the config's models ({known})")
+
+
+def rl_recipe(rl: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a resolved rl section that change the trained model."""
+    return {key: value for key, value in rl.items() if key not in OPERATIONAL_SETTINGS}

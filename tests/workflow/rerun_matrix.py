@@ -1,0 +1,487 @@
+"""What a change reruns: one row per knob, the jobs Snakemake plans after a finished
+run of the embedded default and of the paper config, and the jobs that run when every
+checkpoint's product comes out as before.
+
+The finished runs are made with ``snakemake --touch`` on empty placeholder outputs:
+touching records what Snakemake's rerun triggers read (each job's params, its set of
+inputs and their checksums) without running anything, so the paper's 1,400 jobs are a
+finished run in seconds. "Planned" is a dry run against that tree. "Run" is a
+``--touch`` of the change on a copy of it: the placeholders keep their content, so
+each checkpoint (``decontam_filter``, ``benchmark_tasks``) writes what it wrote
+before, and the jobs downstream of it drop out as they do in a real run where the
+checkpoint's product did not change. The README's rerun table is :func:`markdown`
+of :data:`ROWS` (``python -m tests.workflow.rerun_matrix`` prints it);
+``tests/workflow/test_rerun_matrix.py`` checks every row and that the README holds
+the table.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW_PATHS = ("Snakefile", "config.yaml", "configs", "rules", "scripts", "envs",
+                  "profiles", "slurm", "src", "README.md")  # fmt: skip
+CHECKPOINTS = ("decontam_filter", "benchmark_tasks")
+"""Rules declared as checkpoints: a change that plans one may run less than it plans."""
+FILE_SUFFIXES = {".json", ".parquet", ".md", ".csv", ".tex", ".png", ".pdf", ".yaml"}
+"""What the workflow's file outputs end in; every other output is a directory."""
+EMBEDDED = "embedded"
+PAPER = "paper"
+
+_SNAKEMAKE = (
+    "import sys; from snakemake.executors import touch; from snakemake.cli import main; "
+    "touch.Executor.SLEEPING_TIME = 0.005; sys.exit(main())"
+)
+"""Snakemake's command line, with ``--touch`` waiting 5 ms instead of 100 ms between
+jobs (the wait keeps mtimes in job order on coarse-clock file systems; a touch of the
+paper's 1,400 jobs otherwise takes 140 s)."""
+
+Jobs = dict[str, int]
+Config = dict[str, Any]
+
+
+def copy_workflow_files(workdir: Path) -> None:
+    """The workflow's files (not results/ or .snakemake/) into ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_PATHS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, workdir / name)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How one config is planned: its file and the Snakemake options that select it."""
+
+    name: str
+    config: str
+    options: tuple[str, ...]
+    base_edit: Callable[[Config], None] | None = None
+
+
+def _every_plan_fits(config: Config) -> None:
+    # The paper's 27B layout does not fit the memory plan yet (its rl_plan job fails
+    # before training, issue 19); a finished paper run is one where every plan fit.
+    config.setdefault("hardware", {})["plan_check"] = False
+
+
+SCALES = {
+    EMBEDDED: Scale(EMBEDDED, "config.yaml", ()),
+    PAPER: Scale(PAPER, "configs/paper.yaml", ("--profile", "slurm"), _every_plan_fits),
+}
+
+
+def _model(config: Config, index: int) -> Config:
+    return config["models"][index]
+
+
+def _set(path: str, value: Any) -> Callable[[Config], None]:
+    """An edit setting the dotted key ``path`` (``models.0.rl.x``: list items by index)."""
+
+    def edit(config: Config) -> None:
+        *parents, last = path.split(".")
+        node: Any = config
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+        node[last] = value(node.get(last)) if callable(value) else value
+
+    return edit
+
+
+@dataclass(frozen=True)
+class Row:
+    """One change and what it reruns at each scale: ``planned`` by a dry run, and, for
+    a change after which the checkpoints it reruns write what they wrote before
+    (``same_products``), ``run``: the jobs left once they have."""
+
+    change: str
+    why: str
+    edit: Callable[[Config], None] | None = None
+    files: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
+    same_products: bool = False
+    planned: Mapping[str, Jobs] = field(default_factory=dict)
+    run: Mapping[str, Jobs] = field(default_factory=dict)
+
+
+def _one_more_shard(config: Config) -> None:
+    sampler = config["sampler"]
+    sampler["n_specs"] += sampler["shard_size"]
+
+
+def _remove_by_count(config: Config) -> None:
+    config["decontamination"].update(remove_rule="count", remove_threshold=1)
+
+
+def _drop_first(key: str) -> Callable[[Config], None]:
+    return _set(f"evaluation.{key}", lambda values: values[1:])
+
+
+def _jobs(*parts: Jobs, **more: int) -> Jobs:
+    """Job counts made of named parts (below) and single rules."""
+    jobs: Jobs = {}
+    for part in (*parts, more):
+        jobs.update(part)
+    return {rule: count for rule, count in jobs.items() if count}  # 0 takes a rule out
+
+
+REPORTS = {"eval_summary": 1, "report_tables": 1, "report_figures": 1, "report_provenance": 1}
+DECONTAM = {"decontam_ngram": 2, "decontaminate": 1, "decontam_filter": 1}
+DATASETS_DECONTAM = {"dataset_decontam_ngram": 16, "dataset_decontam": 8, "dataset_filter": 7}
+"""The paper's 8 prior datasets (one job per n, the report) and the 7 trained on."""
+# Below the clean generated tasks: the embedded default trains one model (SFT, then
+# RL) and evaluates its sft and tmax variants under 4 harnesses, 2 runs each; the
+# paper trains 4 sizes on them (5 snapshots each compared on TB-Lite) and evaluates
+# each tmax variant on 4 benchmarks x 4 harnesses x 5 runs.
+EMBEDDED_TRAINED = _jobs(REPORTS, sft_warmup=1, rl_train=1, select_checkpoint=1, evaluate=16,
+                         eval_metrics=8)  # fmt: skip
+PAPER_TRAINED = _jobs(REPORTS, rl_train=4, evaluate_snapshot=20, select_checkpoint=4,
+                      evaluate=320, eval_metrics=64)  # fmt: skip
+PAPER_ALL_TRAINED = _jobs(REPORTS, rl_train=11, evaluate_snapshot=55, select_checkpoint=11,
+                          evaluate=355, eval_metrics=71)  # fmt: skip
+"""Every trained model: the 4 sizes and the 7 prior-dataset ablations (TB-Lite, tmax)."""
+LEFT_AFTER_GATES = {"eval_summary": 1, "report_figures": 1, "report_provenance": 1}
+"""Cheap jobs below an evaluation that still run when the checkpoints wrote the same."""
+NOTHING: Jobs = {}
+
+
+ROWS: list[Row] = [
+    Row("`sampler.n_specs` + one shard", "the new shard's tasks join training",
+        _one_more_shard,
+        planned={
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, sample_specs=1, merge_specs=1,
+                            balance_report=1, generate_tasks=1, validate_tasks=1,
+                            collect_tasks=1, benchmark_tasks=1),
+            PAPER: _jobs(DECONTAM, PAPER_TRAINED, sample_specs=1, merge_specs=1,
+                         balance_report=1, generate_tasks=1, validate_tasks=1,
+                         collect_tasks=1),
+        }),
+    Row("`sampler.verifier_mix` reweighted", "every spec is drawn anew",
+        _set("sampler.verifier_mix.exact_text", 0.5),
+        planned={
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, sample_specs=4, merge_specs=1,
+                            balance_report=1, generate_tasks=4, validate_tasks=4,
+                            collect_tasks=1, benchmark_tasks=1),
+            PAPER: _jobs(DECONTAM, PAPER_TRAINED, sample_specs=146, merge_specs=1,
+                         balance_report=1, generate_tasks=146, validate_tasks=146,
+                         collect_tasks=1),
+        }),
+    Row("`generation.llm.temperature` 0.7 → 0.9", "LLM generation's output changes; "
+        "the procedural generator ignores it", _set("generation.llm.temperature", 0.9),
+        planned={
+            EMBEDDED: NOTHING,
+            PAPER: _jobs(DECONTAM, PAPER_TRAINED, generate_tasks=146, validate_tasks=146,
+                         collect_tasks=1),
+        }),
+    Row("`generation.llm.max_retries` 5 → 8", "retries of failed requests, not their "
+        "answers", _set("generation.llm.max_retries", 8),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`sandbox.max_concurrency` halved", "how many sandboxes at once",
+        _set("sandbox.max_concurrency", lambda n: max(1, n // 2)),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`sandbox.limits` → off", "read by each sandbox at start (an environment "
+        "variable), not a result", _set("sandbox.limits", "off"),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("edit `src/tmax/generate/validate.py`", "every shard is revalidated (the "
+        "validator's fingerprint is a param); the same tasks pass",
+        files={"src/tmax/generate/validate.py": lambda text: text + "\n# edited\n"},
+        same_products=True,
+        planned={
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, validate_tasks=4, collect_tasks=1,
+                            benchmark_tasks=1),
+            PAPER: _jobs(DECONTAM, PAPER_TRAINED, validate_tasks=146, collect_tasks=1),
+        },
+        run={
+            EMBEDDED: _jobs(DECONTAM, LEFT_AFTER_GATES, validate_tasks=4, collect_tasks=1,
+                            benchmark_tasks=1, eval_metrics=8),
+            PAPER: _jobs(DECONTAM, LEFT_AFTER_GATES, validate_tasks=146, collect_tasks=1,
+                         eval_metrics=64),
+        }),
+    Row("`decontamination.ngram_sizes` [13, 8] → [13]", "8-grams are only reported; "
+        "removal reads `remove_ngram` (13)", _set("decontamination.ngram_sizes", [13]),
+        planned={
+            EMBEDDED: _jobs(REPORTS, decontaminate=1, eval_summary=0),
+            PAPER: _jobs(REPORTS, decontaminate=1, dataset_decontam=8, eval_summary=0),
+        }),
+    Row("`decontamination.self_test_leaks` 20 → 10", "the check reruns; the removed "
+        "tasks come out the same", _set("decontamination.self_test_leaks", 10),
+        same_products=True,
+        planned={
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED),
+            PAPER: _jobs(DECONTAM, DATASETS_DECONTAM, PAPER_ALL_TRAINED),
+        },
+        run={
+            EMBEDDED: _jobs(DECONTAM, LEFT_AFTER_GATES, eval_metrics=8),
+            PAPER: _jobs(DECONTAM, DATASETS_DECONTAM, LEFT_AFTER_GATES, eval_metrics=71),
+        }),
+    Row("`decontamination.remove_rule` any → count ≥ 1", "the filter reruns and keeps "
+        "the same tasks: training follows only if the clean set changed",
+        _remove_by_count, same_products=True,
+        planned={
+            EMBEDDED: _jobs(EMBEDDED_TRAINED, decontam_filter=1),
+            PAPER: _jobs(PAPER_ALL_TRAINED, decontam_filter=1, dataset_filter=7),
+        },
+        run={
+            EMBEDDED: _jobs(LEFT_AFTER_GATES, decontam_filter=1, eval_metrics=8),
+            PAPER: _jobs(LEFT_AFTER_GATES, decontam_filter=1, dataset_filter=7,
+                         eval_metrics=71),
+        }),
+    Row("`rl.learning_rate` × 2", "every trained model changes",
+        _set("rl.learning_rate", lambda lr: lr * 2),
+        planned={
+            EMBEDDED: _jobs(REPORTS, rl_train=1, select_checkpoint=1, evaluate=8,
+                            eval_metrics=4),
+            PAPER: PAPER_ALL_TRAINED,
+        }),
+    Row("`rl.step_timeout_sec` 6 h → 12 h", "how long ranks wait, not what they "
+        "learn", _set("rl.step_timeout_sec", 43200),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`rl.groups_in_flight` + 1", "concurrency of rollouts",
+        _set("rl.groups_in_flight", lambda n: n + 1),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`rl.checkpoint_every` halved", "when a resumable checkpoint is written",
+        _set("rl.checkpoint_every", lambda n: max(1, n // 2)),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("first model's own `rl.learning_rate`", "that model's training and what "
+        "evaluates it, not its base model's evaluations",
+        _set("models.0.rl", lambda rl: {**(rl or {}), "learning_rate": 3e-6}),
+        planned={
+            EMBEDDED: _jobs(REPORTS, rl_train=1, select_checkpoint=1, evaluate=8,
+                            eval_metrics=4),
+            PAPER: _jobs(REPORTS, rl_train=1, evaluate_snapshot=5, select_checkpoint=1,
+                         evaluate=80, eval_metrics=16),
+        }),
+    Row("`evaluation.runs` + 1", "one more run per setting",
+        _set("evaluation.runs", lambda n: n + 1),
+        planned={
+            EMBEDDED: _jobs(REPORTS, evaluate=8, eval_metrics=8, report_figures=0),
+            PAPER: _jobs(REPORTS, evaluate=135, eval_metrics=135, report_figures=0),
+        }),
+    Row("drop the first harness", "the others' runs are kept; tables only",
+        _drop_first("harnesses"),
+        planned={
+            EMBEDDED: _jobs(REPORTS, report_figures=0),
+            PAPER: _jobs(REPORTS, report_figures=0),
+        }),
+    Row("drop the first variant", "the others' runs are kept; tables only",
+        _drop_first("variants"),
+        planned={
+            EMBEDDED: _jobs(REPORTS, report_figures=0),
+            PAPER: _jobs(REPORTS, report_figures=0),
+        }),
+    Row("`evaluation.max_turn_tokens` halved", "a budget: every evaluation run, and the "
+        "snapshot comparisons and dataset difficulty that use it",
+        _set("evaluation.max_turn_tokens", lambda n: n // 2),
+        planned={
+            EMBEDDED: _jobs(REPORTS, evaluate=16, eval_metrics=8, report_figures=0),
+            PAPER: _jobs(REPORTS, dataset_difficulty=8, evaluate_snapshot=55,
+                         select_checkpoint=11, evaluate=675, eval_metrics=135),
+        }),
+    Row("`labelling.concurrency` → 8", "requests in flight, not their answers",
+        _set("labelling.concurrency", 8),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`evaluation.concurrency` → 2", "trials at once, not their results",
+        _set("evaluation.concurrency", 2),
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`report.formats` without tex", "a report choice",
+        _set("report.formats", ["md", "csv"]),
+        planned={
+            EMBEDDED: {"report_tables": 1, "report_provenance": 1},
+            PAPER: {"report_tables": 1, "report_provenance": 1},
+        }),
+    Row("Slurm profile: `rl_train` runtime 3 → 4 days", "a resource, not a rerun "
+        "trigger", files={"slurm/config.yaml": lambda text: text.replace(
+            '"4320 * attempt"', '"5760 * attempt"')},
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("edit README.md", "no job reads it", files={"README.md": lambda t: t + "\n"},
+        planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+]  # fmt: skip
+"""One per knob; the expected jobs come from the rules' params and inputs, and each
+is argued in its ``why``."""
+
+
+def plan_jobs(text: str) -> Jobs:
+    """Job counts by rule from Snakemake's "Job stats" table ({}: nothing to do);
+    ``all`` is left out (it runs whenever anything does)."""
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:", 1)[1]
+    jobs: Jobs = {}
+    for name, count in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE):
+        if name == "total":
+            break
+        jobs[name] = int(count)
+    jobs.pop("all", None)
+    return jobs
+
+
+def ran_jobs(text: str) -> Jobs:
+    """Job counts by rule of what a run (or ``--touch``) finished, from its log."""
+    counts = Counter(re.findall(r"^Finished jobid: \d+ \(Rule: (\w+)\)", text, re.MULTILINE))
+    counts.pop("all", None)
+    return dict(counts)
+
+
+class Tree:
+    """A copy of the workflow with a finished (touched) run of one scale's config."""
+
+    def __init__(self, root: Path, scale: Scale) -> None:
+        self.root = root
+        self.scale = scale
+
+    @classmethod
+    def build(cls, root: Path, scale: Scale) -> Tree:
+        copy_workflow_files(root)
+        tree = cls(root, scale)
+        tree.write_config(tree.base_config())
+        for path in tree.planned_outputs():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.suffix in FILE_SUFFIXES:
+                target.write_bytes(b"")
+            else:  # directory() outputs: models, snapshots, task shards (qwen3.5-9b-sft)
+                target.mkdir()
+        # Every job, in the DAG's order: each records its metadata (a job without any is
+        # never rerun for a changed param).
+        tree.snakemake("--touch", "--forceall")
+        leftover = tree.plan()
+        if leftover:
+            raise AssertionError(f"the touched {scale.name} run is not finished: {leftover}")
+        return tree
+
+    def base_config(self) -> Config:
+        config = yaml.safe_load((ROOT / self.scale.config).read_text())
+        if self.scale.base_edit:
+            self.scale.base_edit(config)
+        return config
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "matrix-config.yaml"
+
+    def write_config(self, config: Config) -> None:
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def snakemake(self, *args: str, options: tuple[str, ...] | None = None) -> str:
+        command = [sys.executable, "-c", _SNAKEMAKE, "--cores", "2",
+                   *(self.scale.options if options is None else options),
+                   "--configfile", str(self.config_path), *args]  # fmt: skip
+        result = subprocess.run(command, cwd=self.root, capture_output=True, text=True,
+                                timeout=900)  # fmt: skip
+        text = result.stdout + result.stderr
+        if result.returncode != 0:
+            raise AssertionError(f"snakemake {' '.join(args)} failed in {self.root}:\n{text}")
+        return text
+
+    def planned_outputs(self) -> list[str]:
+        text = self.snakemake("-n")
+        if "Nothing to be done" in text:
+            return []
+        outputs = []
+        for line in re.findall(r"^\s+output: (.+)$", text, flags=re.MULTILINE):
+            outputs += [p.strip() for p in line.split(",")]
+        return sorted(set(outputs))
+
+    def plan(self, options: tuple[str, ...] | None = None) -> Jobs:
+        return plan_jobs(self.snakemake("-n", options=options))
+
+    def copy(self, root: Path) -> Tree:
+        shutil.copytree(self.root, root, symlinks=True)
+        return Tree(root, self.scale)
+
+    def apply(self, row: Row) -> tuple[str, ...] | None:
+        """Apply ``row`` (config and file edits); the Snakemake options to plan it (an
+        edited Slurm profile is planned through it, at either scale)."""
+        config = self.base_config()
+        if row.edit:
+            row.edit(config)
+        self.write_config(config)
+        options = None
+        for path, edit in row.files.items():
+            target = self.root / path
+            target.write_text(edit(target.read_text()))
+            if path.startswith("slurm/"):
+                options = ("--profile", "slurm")
+        return options
+
+
+def measure(tree: Tree, row: Row, scratch: Path) -> tuple[Jobs, Jobs]:
+    """(planned, run) of ``row`` on a copy of ``tree`` in ``scratch`` (removed after)."""
+    copy = tree.copy(scratch)
+    try:
+        options = copy.apply(row)
+        planned = copy.plan(options)
+        ran = planned
+        if row.same_products and any(rule in planned for rule in CHECKPOINTS):
+            ran = ran_jobs(copy.snakemake("--touch", options=options))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return planned, ran
+
+
+def measure_all(tree: Tree, scratch: Path, workers: int = 2) -> dict[str, tuple[Jobs, Jobs]]:
+    """:func:`measure` of every row, ``workers`` at once (each is a Snakemake process)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        futures = {
+            row.change: pool.submit(measure, tree, row, scratch / f"row{i}")
+            for i, row in enumerate(ROWS)
+        }
+        return {change: future.result() for change, future in futures.items()}
+
+
+PIPELINE = (
+    "sample_specs", "merge_specs", "balance_report", "generate_tasks", "validate_tasks",
+    "collect_tasks", "decontam_ngram", "decontaminate", "decontam_filter",
+    "dataset_decontam_ngram", "dataset_decontam", "dataset_filter", "dataset_difficulty",
+    "benchmark_tasks", "sft_warmup", "rl_train", "evaluate_snapshot", "select_checkpoint",
+    "evaluate", "eval_metrics", "eval_summary", "report_tables", "report_figures",
+    "report_provenance",
+)  # fmt: skip
+"""The order the README lists a change's jobs in (others last, by name)."""
+
+
+def _jobs_cell(jobs: Jobs) -> str:
+    if not jobs:
+        return "nothing"
+    order = sorted(jobs, key=lambda r: (PIPELINE.index(r) if r in PIPELINE else 99, r))
+    return ", ".join(f"{rule} ×{jobs[rule]}" if jobs[rule] > 1 else rule for rule in order)
+
+
+def markdown(rows: list[Row] | None = None) -> str:
+    """The README's rerun table."""
+    lines = [
+        "| change | embedded default | paper scale (`--profile slurm`) | why |",
+        "|---|---|---|---|",
+    ]
+    for row in rows or ROWS:
+        cells = []
+        for scale in (EMBEDDED, PAPER):
+            if scale not in row.planned:
+                cells.append("n/a")
+                continue
+            planned = row.planned[scale]
+            cell = _jobs_cell(planned)
+            ran = row.run.get(scale, planned)
+            if ran != planned:
+                cell += f"; **runs** {_jobs_cell(ran)}"
+            cells.append(cell)
+        lines.append(f"| {row.change} | {cells[0]} | {cells[1]} | {row.why} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
