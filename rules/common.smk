@@ -376,6 +376,15 @@ def benchmark_inputs(wildcards):
     return {}
 
 
+def benchmark_images(benchmark):
+    """The images a benchmark's tasks run on: the domain images for the generated
+    held-out tasks (layered on them); none for a published benchmark, whose tasks
+    build their own (an edited domain image then re-evaluates nothing of it)."""
+    if benchmark == "heldout":
+        return expand("results/images/domains/{domain}.json", domain=DOMAINS)
+    return []
+
+
 def benchmark_params(wildcards):
     """What a benchmark's task list depends on: its own source and the cap; for the
     held-out split also the fraction and the seed that draw it."""

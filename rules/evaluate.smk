@@ -41,7 +41,7 @@ rule evaluate:
         model=eval_model_dir,
         gate=eval_model_gate,
         toolbox="results/images/toolbox.json",
-        images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
+        images=lambda wildcards: benchmark_images(wildcards.benchmark),
     output:
         "results/eval/{eval_model}/{benchmark}/{harness}/run{run}.json",
     log:

@@ -90,7 +90,9 @@ rule evaluate_snapshot:
         snapshots="results/rl/{model}/snapshots",
         gate=trained_model_gate,
         toolbox="results/images/toolbox.json",
-        images=expand("results/images/domains/{domain}.json", domain=DOMAINS),
+        images=lambda wildcards: benchmark_images(
+            rl_config(wildcards.model)["select_benchmark"]
+        ),
     output:
         "results/rl/{model}/selection/step{step}/run{run}.json",
     log:

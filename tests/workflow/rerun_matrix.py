@@ -152,8 +152,10 @@ PAPER_TRAINED = _jobs(REPORTS, rl_train=4, evaluate_snapshot=20, select_checkpoi
 PAPER_ALL_TRAINED = _jobs(REPORTS, rl_train=11, evaluate_snapshot=55, select_checkpoint=11,
                           evaluate=355, eval_metrics=71)  # fmt: skip
 """Every trained model: the 4 sizes and the 7 prior-dataset ablations (TB-Lite, tmax)."""
-LEFT_AFTER_GATES = {"eval_summary": 1, "report_figures": 1, "report_provenance": 1}
-"""Cheap jobs below an evaluation that still run when the checkpoints wrote the same."""
+TAIL = ("eval_metrics", "eval_summary", "report_tables", "report_figures", "report_provenance")
+"""Cheap jobs after the evaluations. Once the checkpoints wrote what they wrote before,
+whether these still run depends on the order their inputs finished in: a job
+Snakemake does not re-plan keeps the reason it was planned for. "run" leaves them out."""
 NOTHING: Jobs = {}
 
 
@@ -194,6 +196,17 @@ ROWS: list[Row] = [
     Row("`sandbox.limits` → off", "read by each sandbox at start (an environment "
         "variable), not a result", _set("sandbox.limits", "off"),
         planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("edit the `security` domain's Dockerfile", "the generated tasks are built on it: "
+        "regenerated, revalidated, retrained on; evaluations of published benchmarks, "
+        "whose tasks build their own images, are kept",
+        files={"src/tmax/sandbox/definitions/security/Dockerfile":
+               lambda text: text + "\n# edited\n"},
+        planned={
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, domain_image=1, generate_tasks=4,
+                            validate_tasks=4, collect_tasks=1, benchmark_tasks=1),
+            PAPER: _jobs(DECONTAM, PAPER_TRAINED, domain_image=1, generate_tasks=146,
+                         validate_tasks=146, collect_tasks=1),
+        }),
     Row("edit `src/tmax/generate/validate.py`", "every shard is revalidated (the "
         "validator's fingerprint is a param); the same tasks pass",
         files={"src/tmax/generate/validate.py": lambda text: text + "\n# edited\n"},
@@ -204,10 +217,8 @@ ROWS: list[Row] = [
             PAPER: _jobs(DECONTAM, PAPER_TRAINED, validate_tasks=146, collect_tasks=1),
         },
         run={
-            EMBEDDED: _jobs(DECONTAM, LEFT_AFTER_GATES, validate_tasks=4, collect_tasks=1,
-                            benchmark_tasks=1, eval_metrics=8),
-            PAPER: _jobs(DECONTAM, LEFT_AFTER_GATES, validate_tasks=146, collect_tasks=1,
-                         eval_metrics=64),
+            EMBEDDED: _jobs(DECONTAM, validate_tasks=4, collect_tasks=1, benchmark_tasks=1),
+            PAPER: _jobs(DECONTAM, validate_tasks=146, collect_tasks=1),
         }),
     Row("`decontamination.ngram_sizes` [13, 8] → [13]", "8-grams are only reported; "
         "removal reads `remove_ngram` (13)", _set("decontamination.ngram_sizes", [13]),
@@ -223,8 +234,8 @@ ROWS: list[Row] = [
             PAPER: _jobs(DECONTAM, DATASETS_DECONTAM, PAPER_ALL_TRAINED),
         },
         run={
-            EMBEDDED: _jobs(DECONTAM, LEFT_AFTER_GATES, eval_metrics=8),
-            PAPER: _jobs(DECONTAM, DATASETS_DECONTAM, LEFT_AFTER_GATES, eval_metrics=71),
+            EMBEDDED: DECONTAM,
+            PAPER: _jobs(DECONTAM, DATASETS_DECONTAM),
         }),
     Row("`decontamination.remove_rule` any → count ≥ 1", "the filter reruns and keeps "
         "the same tasks: training follows only if the clean set changed",
@@ -234,9 +245,8 @@ ROWS: list[Row] = [
             PAPER: _jobs(PAPER_ALL_TRAINED, decontam_filter=1, dataset_filter=7),
         },
         run={
-            EMBEDDED: _jobs(LEFT_AFTER_GATES, decontam_filter=1, eval_metrics=8),
-            PAPER: _jobs(LEFT_AFTER_GATES, decontam_filter=1, dataset_filter=7,
-                         eval_metrics=71),
+            EMBEDDED: {"decontam_filter": 1},
+            PAPER: {"decontam_filter": 1, "dataset_filter": 7},
         }),
     Row("`rl.learning_rate` × 2", "every trained model changes",
         _set("rl.learning_rate", lambda lr: lr * 2),
@@ -418,7 +428,9 @@ class Tree:
 
 
 def measure(tree: Tree, row: Row, scratch: Path) -> tuple[Jobs, Jobs]:
-    """(planned, run) of ``row`` on a copy of ``tree`` in ``scratch`` (removed after)."""
+    """(planned, run) of ``row`` on a copy of ``tree`` in ``scratch`` (removed after):
+    run is what a ``--touch`` of the change runs, :data:`TAIL` left out, for a row
+    whose checkpoints write what they wrote before (else what is planned)."""
     copy = tree.copy(scratch)
     try:
         options = copy.apply(row)
@@ -426,6 +438,7 @@ def measure(tree: Tree, row: Row, scratch: Path) -> tuple[Jobs, Jobs]:
         ran = planned
         if row.same_products and any(rule in planned for rule in CHECKPOINTS):
             ran = ran_jobs(copy.snakemake("--touch", options=options))
+            ran = {rule: count for rule, count in ran.items() if rule not in TAIL}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return planned, ran
@@ -444,7 +457,8 @@ def measure_all(tree: Tree, scratch: Path, workers: int = 2) -> dict[str, tuple[
 
 
 PIPELINE = (
-    "sample_specs", "merge_specs", "balance_report", "generate_tasks", "validate_tasks",
+    "sample_specs", "merge_specs", "balance_report", "domain_image", "generate_tasks",
+    "validate_tasks",
     "collect_tasks", "decontam_ngram", "decontaminate", "decontam_filter",
     "dataset_decontam_ngram", "dataset_decontam", "dataset_filter", "dataset_difficulty",
     "benchmark_tasks", "sft_warmup", "rl_train", "evaluate_snapshot", "select_checkpoint",
@@ -475,9 +489,8 @@ def markdown(rows: list[Row] | None = None) -> str:
                 continue
             planned = row.planned[scale]
             cell = _jobs_cell(planned)
-            ran = row.run.get(scale, planned)
-            if ran != planned:
-                cell += f"; **runs** {_jobs_cell(ran)}"
+            if scale in row.run:
+                cell += f"; **runs** {_jobs_cell(row.run[scale])} (+ reports)"
             cells.append(cell)
         lines.append(f"| {row.change} | {cells[0]} | {cells[1]} | {row.why} |")
     return "\n".join(lines) + "\n"
