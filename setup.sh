@@ -135,6 +135,57 @@ wait_for_vllm_env() {
   say "vLLM environment ready ($VLLM_VENV)"
 }
 
+# --- Harbor environment (built in the background, beside the main venv) -----------
+# Harbor (PyPI `harbor`) needs Python >= 3.12, which tmax does not, so it gets a venv of
+# its own. The tests load our trial and job folders with Harbor's own models through it
+# (tmax.evaluate.harbor_check, run with $TMAX_HARBOR_PYTHON); tmax is not installed there.
+# Without a Python >= 3.12 those tests skip and say so. TMAX_HARBOR_PYTHON points at
+# another one instead.
+HARBOR_VENV="${TMAX_HARBOR_VENV:-$ROOT/.venv-harbor}"
+HARBOR_PIN="harbor==0.26.0"
+harbor_build=""
+if [ -z "${TMAX_HARBOR_PYTHON:-}" ] && [ "$ACTION" != run ]; then
+  hstamp="$HARBOR_VENV/.tmax-installed"
+  if [ "$(cat "$hstamp" 2>/dev/null)" = "$HARBOR_PIN" ] && [ -x "$HARBOR_VENV/bin/python" ]; then
+    say "Harbor environment up to date ($HARBOR_VENV)"
+    export TMAX_HARBOR_PYTHON="$HARBOR_VENV/bin/python"
+  else
+    # a pyenv shim on PATH may name a version that is not installed: try it for real
+    HARBOR_BASE=""
+    pyenv_versions="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions"
+    for candidate in python3.13 python3.12 "$pyenv_versions"/3.13*/bin/python \
+      "$pyenv_versions"/3.12*/bin/python; do
+      if "$candidate" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' \
+        >/dev/null 2>&1; then
+        HARBOR_BASE="$candidate"
+        break
+      fi
+    done
+    if [ -z "$HARBOR_BASE" ]; then
+      say "warning: no Python >= 3.12 found, so no Harbor environment; the tests that load our output with Harbor's models will skip (set TMAX_HARBOR_PYTHON to a Python with $HARBOR_PIN)"
+    else
+      say "building the Harbor environment in $HARBOR_VENV ($HARBOR_PIN with $HARBOR_BASE, in the background; about 2 minutes the first time)"
+      (
+        set -e
+        [ -x "$HARBOR_VENV/bin/python" ] || "$HARBOR_BASE" -m venv "$HARBOR_VENV"
+        "$HARBOR_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$HARBOR_PIN"
+        "$HARBOR_VENV/bin/python" -c 'import harbor.models.trial.result, harbor.models.job.result'
+        echo "$HARBOR_PIN" >"$hstamp"
+      ) >"$HARBOR_VENV.log" 2>&1 &
+      harbor_build=$!
+      export TMAX_HARBOR_PYTHON="$HARBOR_VENV/bin/python"
+    fi
+  fi
+fi
+wait_for_harbor_env() {
+  [ -n "$harbor_build" ] || return 0
+  if ! wait "$harbor_build"; then
+    tail -n 30 "$HARBOR_VENV.log" >&2
+    die "building the Harbor environment failed (log: $HARBOR_VENV.log); remove $HARBOR_VENV and rerun"
+  fi
+  say "Harbor environment ready ($HARBOR_VENV)"
+}
+
 # --- virtual environment --------------------------------------------------------
 stamp="$VENV/.tmax-installed"
 if [ ! -x "$VENV/bin/python" ]; then
@@ -157,10 +208,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 else
   say "virtual environment up to date ($VENV)"
 fi
+# mini-swe-agent's own templates (evaluation.prompts: upstream) are read from its
+# package, never imported: it is installed without its dependencies (litellm and
+# more, about 750 MB). The pin is tmax.harness.upstream's.
+miniswe="$(grep -o 'mini-swe-agent==[0-9.]*' src/tmax/harness/upstream.py | head -n 1)"
+if [ "$("$VENV/bin/python" -c 'from importlib import metadata as m; print("mini-swe-agent==" + m.version("mini-swe-agent"))' 2>/dev/null)" != "$miniswe" ]; then
+  say "installing $miniswe (its templates only, no dependencies)"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$miniswe"
+fi
 export PATH="$VENV/bin:$PATH"
 mkdir -p "$TMAX_CACHE"
 
 wait_for_vllm_env
+wait_for_harbor_env
 
 # --- action ---------------------------------------------------------------------
 case "$ACTION" in

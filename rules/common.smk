@@ -14,6 +14,7 @@ from tmax.generate.fingerprint import (  # noqa: E402
     generator_fingerprint,
     validator_fingerprint,
 )
+from tmax.evaluate.stage import run_settings  # noqa: E402
 from tmax.rl.select import snapshot_steps  # noqa: E402
 from tmax.rl.recipe import model_rl, rl_recipe  # noqa: E402
 from tmax.sandbox import images  # noqa: E402
@@ -284,7 +285,10 @@ def model_evaluation(name):
 def eval_models():
     """Every model evaluated, by label: each configured model's base, SFT and RL
     versions as its evaluation variants ask (SFT and RL only where they are run).
-    ``dir`` is the local folder a job serves (none for hub ids and endpoints);
+    ``input`` is the job's model input: ``model``, the local folder it serves (none for
+    hub ids and endpoints), or for a tmax variant ``pointer``, select_checkpoint's file
+    naming the chosen weights and their sha256 (a new choice of the same weights then
+    keeps the evaluations);
     ``grid`` is the model's (benchmarks, harnesses), not part of the job's entry."""
     models = {}
     for name, model in MODELS.items():
@@ -298,7 +302,9 @@ def eval_models():
             if variant == "base":
                 models[name] = {
                     **model,
-                    "dir": base_model_dir(name),
+                    "input": (
+                        {"model": base_model_dir(name)} if base_model_dir(name) else {}
+                    ),
                     "grid": grid,
                     "trained": None,
                 }
@@ -308,7 +314,11 @@ def eval_models():
                 models[label] = {
                     "name": label,
                     "path": folder,
-                    "dir": folder,
+                    "input": (
+                        {"pointer": f"results/rl/{name}/model.json"}
+                        if variant == "tmax"
+                        else {"model": folder}
+                    ),
                     "grid": grid,
                     "trained": (name, variant),
                 }
@@ -332,8 +342,8 @@ wildcard_constraints:
     eval_model="|".join(re.escape(name) for name in EVAL_MODELS) or "^$",
 
 
-def eval_model_dir(wildcards):
-    return EVAL_MODELS[wildcards.eval_model]["dir"]
+def eval_model_input(wildcards):
+    return EVAL_MODELS[wildcards.eval_model]["input"]
 
 
 def eval_model_gate(wildcards):
@@ -350,23 +360,9 @@ def eval_model_entry(wildcards):
     return {k: v for k, v in entry.items() if k in ("name", "path", "endpoint")}
 
 
-EVAL_RUN_KEYS = (
-    "temperature",
-    "interleaved_thinking",
-    "max_tool_calls",
-    "max_turn_tokens",
-    "max_total_tokens",
-    "max_format_errors",
-    "command_timeout_sec",
-    "engine",
-)
-
-
 def eval_run_settings():
-    """What one evaluation run's result depends on: sampling, budgets and the serving
-    engine. Not the lists it was chosen from (runs, variants, benchmarks, harnesses),
-    nor concurrency, nor where tasks come from (the task list is the job's input)."""
-    return {key: EVALUATION[key] for key in EVAL_RUN_KEYS}
+    """What one evaluation run depends on (tmax.evaluate.stage.run_settings)."""
+    return run_settings(EVALUATION)
 
 
 def benchmark_inputs(wildcards):

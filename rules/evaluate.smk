@@ -37,8 +37,8 @@ checkpoint benchmark_tasks:
 
 rule evaluate:
     input:
+        unpack(eval_model_input),
         tasks=lambda wildcards: benchmark_manifest(wildcards.benchmark),
-        model=eval_model_dir,
         gate=eval_model_gate,
         toolbox="results/images/toolbox.json",
         images=lambda wildcards: benchmark_images(wildcards.benchmark),
@@ -70,6 +70,8 @@ rule eval_metrics:
         "results/logs/eval/{eval_model}/{benchmark}/{harness}/metrics.log",
     conda:
         "../envs/evaluate.yaml"
+    params:
+        statistics=config["report"]["statistics"],
     script:
         "../scripts/eval_metrics.py"
 

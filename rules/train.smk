@@ -112,7 +112,7 @@ rule evaluate_snapshot:
         "../scripts/evaluate.py"
 
 
-rule select_checkpoint:
+checkpoint select_checkpoint:
     input:
         snapshots="results/rl/{model}/snapshots",
         gate=trained_model_gate,
@@ -120,6 +120,9 @@ rule select_checkpoint:
     output:
         model=directory("results/models/{model}-tmax"),
         selection="results/rl/{model}/selection.json",
+        # What evaluations of the model read: the chosen weights' sha256. A rerun that
+        # picks the same snapshot (more selection runs, say) writes it unchanged.
+        pointer="results/rl/{model}/model.json",
     log:
         "results/logs/rl/{model}/select.log",
     localrule: True

@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from tmax.evaluate.stage import evaluate_run
+from tmax.io import pointer_target
 from tmax.logs import setup_logging
 from tmax.rl.select import snapshot_name
 
@@ -17,8 +18,9 @@ if snakemake.rule == "evaluate_snapshot":
     model_dir = Path(snakemake.input.snapshots) / snapshot_name(step)
     harness = snakemake.params.harness
 else:
+    pointer = snakemake.input.get("pointer")  # a trained model, as select_checkpoint chose
     served = snakemake.input.get("model")
-    model_dir = Path(served) if served else None
+    model_dir = pointer_target(pointer) if pointer else Path(served) if served else None
     harness = snakemake.wildcards.harness
 evaluate_run(
     Path(snakemake.input.tasks),

@@ -24,4 +24,5 @@ write_report_tables(
     datasets=snakemake.params.datasets,
     datasets_root=Path("results/datasets"),
     ablations=snakemake.params.ablations,
+    statistics=snakemake.params.statistics,
 )

@@ -17,4 +17,5 @@ select_checkpoint(
     Path(snakemake.output.selection),
     steps=snakemake.params.steps,
     on=snakemake.params.on,
+    pointer=Path(snakemake.output.pointer),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,18 @@ def test_config_check_reports_problems(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "unknown key 'shard_sise' in 'sampler' (did you mean 'shard_size'?)" in err
     assert "Traceback" not in err
+
+
+def test_report_statistics_is_validated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("seed: 1\nsampler: {n_specs: 10}\nreport: {statistics: exclude_infra}\n")
+    assert main(["config", "check", str(config)]) == 0
+    config.write_text("seed: 1\nsampler: {n_specs: 10}\nreport: {statistics: population}\n")
+    assert main(["config", "check", str(config)]) == 2
+    assert (
+        "'report.statistics' = \"population\" is not allowed; "
+        'choose one of: "paper", "exclude_infra"'
+    ) in capsys.readouterr().err
 
 
 def test_sample_then_balance(root: Path, tmp_path: Path) -> None:
@@ -64,7 +77,17 @@ def test_eval_metrics_reads_harbor_job_folders(
     out = tmp_path / "metrics.json"
     assert main(["eval", "metrics", str(jobs / "2026-01-05__12-00-00"), "--json", str(out)]) == 0
     table = capsys.readouterr().out
+    # statistics "paper": the environment error scores 0, each run 1/2 (fixture README)
+    assert "| qwen3-8b | hello-bench | terminus-2 | 2 | 2 | 50.0 ± 0.0 |" in table
+    assert "statistics: paper" in table
+    assert json.loads(out.read_text())["statistics"] == "paper"
+    job = str(jobs / "2026-01-05__12-00-00")
+    assert main(["eval", "metrics", job, "--statistics", "exclude_infra"]) == 0
+    table = capsys.readouterr().out
     assert "| qwen3-8b | hello-bench | terminus-2 | 2 | 2 | 75.0 ± 35.4 |" in table
-    assert out.exists()
+    assert "statistics: exclude_infra" in table
+    with pytest.raises(SystemExit):
+        main(["eval", "metrics", job, "--statistics", "drop"])
+    assert "invalid choice: 'drop'" in capsys.readouterr().err
     assert main(["eval", "metrics", str(jobs / "README.md")]) == 2
     assert "not a directory" in capsys.readouterr().err

@@ -14,6 +14,7 @@ Examples::
         --model my-model --runs 3 --jobs-dir jobs/
     tmax eval metrics jobs/2026-01-05__12-00-00 --json metrics.json
     tmax report tables --jobs jobs/2026-01-05__12-00-00 --out tables/
+    tmax report tables --jobs released/*/ --out tables/ --map-model 'run-9b-step*=Qwen3.5-9B-TMAX'
     tmax plan --configfile configs/paper.yaml --model qwen3.5-9b
 """
 
@@ -176,12 +177,13 @@ def _eval_run(args: argparse.Namespace) -> int:
 
 def _eval_metrics(args: argparse.Namespace) -> int:
     """Metrics of Harbor job folders (ours or Harbor's own)."""
-    from tmax.evaluate.metrics import summarize
-    from tmax.evaluate.records import read_jobs
+    from tmax.evaluate.metrics import read_job_records, summarize
     from tmax.io import write_json
 
-    records = read_jobs(args.jobs, benchmark=args.benchmark, strict=not args.skip_bad)
-    summary = summarize(records)
+    records = read_job_records(
+        args.jobs, statistics=args.statistics, benchmark=args.benchmark, strict=not args.skip_bad
+    )
+    summary = summarize(records, statistics=args.statistics)
     print(summary.to_markdown())
     if args.json:
         write_json(args.json, summary.to_dict())
@@ -191,11 +193,25 @@ def _eval_metrics(args: argparse.Namespace) -> int:
 def _report_tables(args: argparse.Namespace) -> int:
     """The paper's tables from Harbor job folders (released runs re-tabulated)."""
     from tmax.report.ingest import records_from_jobs
+    from tmax.report.labels import build_label_map
     from tmax.report.stage import write_report_tables
+    from tmax.report.tables import load_paper_values
 
-    records = records_from_jobs(args.jobs, strict=not args.skip_bad)
+    # The map is checked before any trial is read: a typo fails fast.
+    label_map = build_label_map(
+        load_paper_values(),
+        file=args.labels,
+        entries={
+            "models": args.map_model,
+            "variants": args.map_variant,
+            "benchmarks": args.map_benchmark,
+            "harnesses": args.map_harness,
+        },
+    )
+    records = records_from_jobs(args.jobs, strict=not args.skip_bad, statistics=args.statistics)
     if args.benchmark:
         records = [r if r.benchmark else replace(r, benchmark=args.benchmark) for r in records]
+    records = label_map.apply(records)
     combined = args.out / "tables.md"
     write_report_tables(
         records,
@@ -203,6 +219,7 @@ def _report_tables(args: argparse.Namespace) -> int:
         formats=args.formats,
         combined=combined,
         reference=args.reference_model,
+        statistics=args.statistics,
     )
     print(f"tables: {args.out}/ (all in {combined})")
     return 0
@@ -258,6 +275,18 @@ def _plan(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"tmax plan: does not fit: {line}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _statistics_option(parser: argparse.ArgumentParser) -> None:
+    from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS
+
+    parser.add_argument(
+        "--statistics",
+        choices=STATISTICS,
+        default=DEFAULT_STATISTICS,
+        help="paper (default): infrastructure failures score 0, run i = each task's i-th "
+        "attempt, ± = population std; exclude_infra: such trials left out, sample std",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -351,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument(
         "--skip-bad", action="store_true", help="skip unreadable trials (logged) instead of failing"
     )
+    _statistics_option(metrics)
     metrics.set_defaults(func=_eval_metrics)  # fmt: skip
 
     report = stages.add_parser("report", help="the paper's tables from evaluation results")
@@ -365,6 +395,28 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument(
         "--skip-bad", action="store_true", help="skip unreadable trials (logged) instead of failing"
     )
+    _statistics_option(tables)
+    tables.add_argument(
+        "--labels",
+        type=Path,
+        metavar="FILE.yaml",
+        help="label map: sections models, variants, benchmarks, harnesses, each mapping a "
+        "run's name (exact, glob, or re:REGEX) to the paper's name",
+    )
+    for section, what in (
+        ("model", "run model name -> paper model, e.g. 'run-9b-step*=Qwen3.5-9B' or "
+                  "'swerl-step200=qwen3.5-9b-tmax'"),
+        ("variant", "run model name -> base, sft or tmax, e.g. 'run-9b-step*=tmax'"),
+        ("benchmark", "dataset name -> paper benchmark, e.g. 'terminal-bench@2.0=TB 2.0'"),
+        ("harness", "agent name -> paper harness, e.g. 'vanillux2-agent=tmax'"),
+    ):  # fmt: skip
+        tables.add_argument(
+            f"--map-{section}",
+            action="append",
+            default=[],
+            metavar="SOURCE=TARGET",
+            help=f"{what} (repeatable; wins over --labels)",
+        )
     tables.set_defaults(func=_report_tables)
 
     plan = stages.add_parser("plan", help="GPU and host memory plan of each RL layout")

@@ -130,8 +130,9 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     problems += _semantic_problems(filled) if not problems else []
     if problems:
         raise ConfigError(problems, source)
-    if filled["sandbox"]["limits"] is False:  # `limits: off` in YAML 1.1
-        filled["sandbox"]["limits"] = "off"
+    for section, key in (("sandbox", "limits"), ("evaluation", "network")):
+        if filled[section][key] is False:  # `off` in YAML 1.1
+            filled[section][key] = "off"
     return filled
 
 

@@ -103,13 +103,19 @@ def write_pointer(pointer: str | os.PathLike[str], target: str | os.PathLike[str
     write_json(pointer, {"path": str(target), "sha256": file_digest(target)})
 
 
-def read_pointer(pointer: str | os.PathLike[str]) -> Path:
-    """The file a pointer names, after checking that it still has the recorded content."""
-    record = json.loads(Path(pointer).read_text())
-    target = Path(record["path"])
-    if not target.is_file():
+def pointer_target(pointer: str | os.PathLike[str]) -> Path:
+    """The file or folder a pointer names, unchecked (hashing a model's weights for each
+    job that serves them would cost more than the job)."""
+    target = Path(json.loads(Path(pointer).read_text())["path"])
+    if not target.exists():
         raise FileNotFoundError(f"{pointer} names {target}, which does not exist")
-    if file_digest(target) != record["sha256"]:
+    return target
+
+
+def read_pointer(pointer: str | os.PathLike[str]) -> Path:
+    """What a pointer names, after checking that it still has the recorded content."""
+    target = pointer_target(pointer)
+    if file_digest(target) != json.loads(Path(pointer).read_text())["sha256"]:
         raise ValueError(
             f"{target} changed after {pointer} was written: rerun the job that writes both"
         )

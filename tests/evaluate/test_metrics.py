@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tmax.evaluate.metrics import (
     mean_pass_at_k,
+    number_attempts,
     pass_at_1,
     pass_at_k,
     per_run_accuracy,
     per_run_infra_failures,
     summarize,
     task_counts,
+    write_metrics,
+    write_summary,
 )
 from tmax.evaluate.records import TrialRecord
 
@@ -284,3 +288,110 @@ def test_summary_of_only_infra_failures() -> None:
 def test_summarize_rejects_bad_ks() -> None:
     with pytest.raises(ValueError, match="ks"):
         summarize([trial("a", 0, 1.0)], ks=(0, 1))
+
+
+# --- the two statistics conventions ----------------------------------------------------
+
+
+def one_infra_failure() -> list[TrialRecord]:
+    """Two tasks, three runs; b's run-0 sandbox never started."""
+    return [
+        trial("a", 0, 1.0),
+        trial("b", 0, None, failure="EnvironmentStartTimeoutError", exit_status=None),
+        trial("a", 1, 0.0),
+        trial("b", 1, 1.0),
+        trial("a", 2, 1.0),
+        trial("b", 2, 1.0),
+    ]
+
+
+def test_one_infra_failure_under_the_papers_convention() -> None:
+    group = summarize(one_infra_failure(), statistics="paper").groups[0]
+    # runs: (1 + 0)/2, (0 + 1)/2, (1 + 1)/2 = 0.5, 0.5, 1.0 → mean 2/3;
+    # population std = sqrt(((1/6)² + (1/6)² + (1/3)²) / 3) = sqrt(1/18) = 0.2357
+    assert group.statistics == "paper"
+    assert group.pass_at_1_mean == pytest.approx(200 / 3)
+    assert group.pass_at_1_std == pytest.approx(100 * math.sqrt(1 / 18))
+    assert group.n_runs == 3
+    assert group.per_run[0] == {"accuracy": 50.0, "n_valid": 2, "n_infra_failures": 1}
+    assert group.per_task["b"] == {"successes": 2, "attempts": 3, "infra_failures": 1}
+    assert group.pass_at_k_tasks[2] == 2  # the failure is an attempt: b has 3
+    assert group.n_infra_failures == 1
+    assert group.infra_failures == {"EnvironmentStartTimeoutError": 1}
+
+
+def test_one_infra_failure_left_out() -> None:
+    group = summarize(one_infra_failure(), statistics="exclude_infra").groups[0]
+    # runs: 1/1, (0 + 1)/2, (1 + 1)/2 = 1.0, 0.5, 1.0 → mean 5/6;
+    # sample std = sqrt(((1/6)² + (1/3)² + (1/6)²) / 2) = sqrt(1/12) = 0.2887
+    assert group.statistics == "exclude_infra"
+    assert group.pass_at_1_mean == pytest.approx(250 / 3)
+    assert group.pass_at_1_std == pytest.approx(100 * math.sqrt(1 / 12))
+    assert group.per_run[0] == {"accuracy": 100.0, "n_valid": 1, "n_infra_failures": 1}
+    assert group.per_task["b"] == {"successes": 2, "attempts": 2, "infra_failures": 1}
+
+
+def test_population_and_sample_std_of_the_same_runs() -> None:
+    # accuracies 0.5, 0.75, 1.0 (no infra): the conventions differ only in the std.
+    # population: sqrt((25² + 0 + 25²) / 3) = 25·sqrt(2/3) = 20.41; sample: 25.
+    assert pass_at_1(three_runs(), "paper") == (
+        pytest.approx(75.0),
+        pytest.approx(25 * math.sqrt(2 / 3)),
+        3,
+    )
+    assert pass_at_1(three_runs(), "exclude_infra")[1] == pytest.approx(25.0)
+    assert pass_at_1([trial("a", 0, 1.0), trial("b", 0, 0.0)], "paper") == (50.0, 0.0, 1)
+
+
+def test_paper_runs_are_each_tasks_ith_attempt() -> None:
+    # b has no run-1 trial (e.g. unreadable and skipped): its attempts are runs 0, 2,
+    # which the paper counts as its 1st and 2nd attempts.
+    records = [
+        trial("a", 0, 1.0),
+        trial("a", 1, 0.0),
+        trial("a", 2, 0.0),
+        trial("b", 0, 1.0),
+        trial("b", 2, 1.0),
+    ]
+    assert sorted((r.task_name, r.run) for r in number_attempts(records)) == [
+        ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1),
+    ]  # fmt: skip
+    # paper: runs (1 + 1)/2, (0 + 1)/2, 0/1 → 1, 0.5, 0: mean 50, std sqrt(1/6) = 40.8
+    group = summarize(records, statistics="paper").groups[0]
+    assert [group.per_run[r]["accuracy"] for r in range(3)] == [100.0, 50.0, 0.0]
+    assert group.pass_at_1_std == pytest.approx(100 * math.sqrt(1 / 6))
+    # exclude_infra: runs as recorded, 1, 0, 0.5: mean 50, sample std 50
+    other = summarize(records, statistics="exclude_infra").groups[0]
+    assert [other.per_run[r]["accuracy"] for r in range(3)] == [100.0, 0.0, 50.0]
+    assert (other.pass_at_1_mean, other.pass_at_1_std) == (50.0, 50.0)
+
+
+def test_every_output_names_its_convention() -> None:
+    for statistics in ("paper", "exclude_infra"):
+        summary = summarize(one_infra_failure(), statistics=statistics)
+        assert summary.to_dict()["statistics"] == statistics
+        assert summary.to_dict()["groups"][0]["statistics"] == statistics
+        assert (
+            summary.to_markdown().rstrip().splitlines()[-1].startswith(f"statistics: {statistics}")
+        )
+    with pytest.raises(ValueError, match="allowed: 'paper', 'exclude_infra'"):
+        summarize(one_infra_failure(), statistics="population")
+
+
+def test_write_metrics_and_summary_say_which_convention(tmp_path: Path) -> None:
+    json_path, md_path = tmp_path / "metrics.json", tmp_path / "metrics.md"
+    write_metrics(one_infra_failure(), json_path, md_path)  # the default: paper
+    data = json.loads(json_path.read_text())
+    assert data["statistics"] == "paper"
+    assert data["groups"][0]["pass_at_1_mean"] == pytest.approx(200 / 3)
+    assert "statistics: paper" in md_path.read_text()
+    write_summary([json_path], tmp_path / "summary.json", tmp_path / "summary.md")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "statistics: paper" in summary
+    assert "| m | bench | tmax | 66.7 ± 23.6 | 3 | 2 | 6 | 1 |" in summary
+
+
+def test_a_trial_read_twice_is_refused() -> None:
+    record = trial("a", 0, 1.0)
+    with pytest.raises(ValueError, match="read twice"):
+        summarize([record, replace(record, run=1)], statistics="paper")

@@ -14,10 +14,10 @@ import pytest
 
 from tests.conftest import FIXTURE_TASKS
 from tests.sandbox.test_sandbox import _available
-from tmax.evaluate.metrics import summarize
+from tmax.evaluate.metrics import summarize, write_summary
 from tmax.evaluate.records import read_job
 from tmax.evaluate.runner import plan_trials, run_trials
-from tmax.evaluate.stage import run_summary, write_summary
+from tmax.evaluate.stage import run_summary
 from tmax.harness import HarnessSettings
 from tmax.harness.base import SUBMIT_SENTINEL
 from tmax.models.client import Completion, Message, ModelError, ScriptedModel, bash_call

@@ -8,6 +8,7 @@ quick. Tests never assert wall-clock times.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from itertools import count
 from typing import Any
 
@@ -18,13 +19,14 @@ from tmax.harness import run_agent
 from tmax.harness.base import AgentRun, HarnessSettings
 from tmax.harness.openhands import (
     OpenHandsHarness,
+    TaskTracker,
     ToolArgumentError,
     insert_after,
     replace_once,
     view_text,
 )
 from tmax.harness.trajectory import Trajectory
-from tmax.models.client import Completion, ScriptedModel, ToolCall
+from tmax.models.client import Completion, Message, ScriptedModel, ToolCall
 from tmax.sandbox import Sandbox
 
 LOG_TASK = FIXTURE_TASKS / "count-error-lines"
@@ -326,3 +328,159 @@ def test_a_reply_without_a_call_gets_a_reminder(box: Sandbox) -> None:
     run, results = play(box, [Completion("Let me think about it."), FINISH])
     assert run.format_errors == 1
     assert "did not call a tool" in results[0]
+
+
+# --- CodeAct's tool set (openhands-ai 1.6.0) ----------------------------------------------
+
+
+def test_the_tools_are_codeacts_in_its_order() -> None:
+    tools = {t["function"]["name"]: t["function"]["parameters"] for t in OpenHandsHarness().tools}
+    assert list(tools) == ["execute_bash", "think", "finish", "task_tracker", "str_replace_editor"]
+    assert tools["execute_bash"]["required"] == ["command", "security_risk"]
+    assert tools["str_replace_editor"]["required"] == ["command", "path", "security_risk"]
+    assert tools["execute_bash"]["properties"]["security_risk"]["enum"] == ["LOW", "MEDIUM", "HIGH"]
+    assert tools["think"]["required"] == ["thought"]
+    assert tools["finish"]["required"] == ["message"]
+    assert tools["task_tracker"]["properties"]["command"]["enum"] == ["view", "plan"]
+
+
+def test_the_task_tracker_plans_and_shows_the_list() -> None:
+    tracker = TaskTracker()
+    assert "no task list" in tracker({"command": "view"})
+    result = tracker(
+        {
+            "command": "plan",
+            "task_list": [
+                {"id": "read", "title": "Read the log", "status": "done"},
+                {"title": "Count the errors", "status": "in_progress", "notes": "grep -c"},
+                {"id": "write", "title": "Write the count"},
+            ],
+        }
+    )
+    assert result.startswith("The task list now has 3 task(s)")
+    assert tracker({"command": "view"}).split("\n") == [
+        "1. [x] Read the log (read, done)",
+        "2. [~] Count the errors (task-2, in_progress)",
+        "   grep -c",
+        "3. [ ] Write the count (write, todo)",
+    ]
+    with pytest.raises(ToolArgumentError, match="needs task_list"):
+        tracker({"command": "plan"})
+    with pytest.raises(ToolArgumentError, match="must be an object"):
+        tracker({"command": "plan", "task_list": ["read the log"]})
+
+
+def test_think_and_the_task_tracker_run_nothing_and_count_as_calls(box: Sandbox) -> None:
+    plan = [{"id": "1", "title": "count", "status": "todo"}]
+    run, results = play(
+        box,
+        [
+            reply(call("think", thought="First look at the log.")),
+            reply(call("task_tracker", command="plan", task_list=plan)),
+            reply(call("task_tracker", command="view")),
+            FINISH,
+        ],
+        max_tool_calls=3,
+    )
+    assert run.exit_status == "max_tool_calls" and run.tool_calls == 3
+    assert results[0] == "(Thought noted; nothing was run.)"
+    assert results[1].startswith("The task list now has 1 task(s)")
+    assert results[2] == "1. [ ] count (1, todo)"
+
+
+def test_security_risk_is_accepted_and_not_acted_on(box: Sandbox) -> None:
+    results = results_of(
+        box,
+        [
+            bash("rm -f /tmp/x && echo gone", security_risk="HIGH"),
+            bash("echo fine", security_risk="unheard-of"),
+            edit(command="create", path="/tmp/y", file_text="y\n", security_risk="LOW"),
+        ],
+    )
+    assert results[0].startswith("gone\n[The command completed with exit code 0.]")
+    assert results[1].startswith("fine\n")
+    assert results[2].startswith("Created /tmp/y")
+
+
+def test_the_editor_refuses_arguments_it_does_not_have(box: Sandbox) -> None:
+    run, results = play(box, [edit(command="view", path="/app", line=3), FINISH])
+    assert run.format_errors == 1
+    assert results[0].startswith("ERROR: unexpected arguments line")
+
+
+# --- the condenser --------------------------------------------------------------------------
+
+
+def history(turns: int, calls_per_turn: int = 1) -> list[Message]:
+    messages: list[Message] = [
+        {"role": "system", "content": "system"},
+        {"role": "user", "content": "the task"},
+    ]
+    for turn in range(turns):
+        completion = reply(
+            *[call("execute_bash", command=f"echo {turn}") for _ in range(calls_per_turn)]
+        )
+        messages.append(completion.assistant_message(False))
+        messages += [
+            {"role": "tool", "tool_call_id": c.id, "content": f"output {turn}"}
+            for c in completion.tool_calls
+        ]
+    return messages
+
+
+def condense(messages: list[Message], overflow: bool = False) -> tuple[Any, ScriptedModel]:
+    model = ScriptedModel(["NOTES"])
+    harness = OpenHandsHarness()
+    trajectory = Trajectory("openhands", "1", "m")
+    result = harness.compact(
+        messages,
+        model,
+        None,
+        trajectory,
+        context_tokens=1000,
+        overflow=overflow,  # type: ignore[arg-type]
+    )
+    return result, model
+
+
+def test_the_history_is_condensed_past_100_events() -> None:
+    assert condense(history(49))[0] is None  # 2 + 98 events
+    result, model = condense(history(50))  # 102 events
+    assert result is not None and len(result.completions) == 1
+    messages = result.messages
+    assert messages[:2] == history(0)
+    assert messages[2]["role"] == "user" and "NOTES" in messages[2]["content"]
+    kept = messages[3:]
+    assert len(kept) == 48 and kept[0]["role"] == "assistant"  # the latest 24 calls
+    assert kept[-1]["content"] == "output 49"
+    request = model.requests[0]["messages"][0]["content"]
+    assert "echo 0" in request and "output 25" in request and "output 26" not in request
+    # The summary is carried into the next round, not counted as a turn.
+    again, model = condense([*messages, *history(60)[3:]][: 3 + 100])
+    assert again is not None and "NOTES" in model.requests[0]["messages"][0]["content"]
+
+
+def test_a_full_context_is_condensed_whatever_the_count() -> None:
+    assert condense(history(10))[0] is None
+    result, _ = condense(history(30), overflow=True)
+    assert result is not None and len(result.messages) == 3 + 48
+    assert condense(history(20), overflow=True)[0] is None  # nothing older than the tail
+
+
+def test_the_condenser_keeps_the_episode_going_past_the_token_budget(box: Sandbox) -> None:
+    # About 75 estimated tokens a turn over a 900-token start: the context reaches 3,000
+    # after some 28 turns, when more than the latest 24 can be condensed away.
+    calls = [bash(f"echo {n}") for n in range(36)]
+
+    def script(messages: Sequence[Message]) -> Completion:
+        if str(messages[-1]["content"]).startswith("You keep the running notes"):
+            return Completion("NOTES")
+        return calls.pop(0) if calls else FINISH
+
+    model = ScriptedModel(script)
+    settings = HarnessSettings(max_total_tokens=3000, max_tool_calls=64)
+    harness = OpenHandsHarness(settings, soft_timeout_sec=1.0)
+    run = run_agent(harness, model, box, "Count the errors.")
+    assert (run.exit_status, run.tool_calls, run.compactions) == ("finished", 37, 1)
+    condensed = [s for s in run.trajectory.steps if s["source"] == "system"][1]
+    assert condensed["extra"]["summary"] == "NOTES"

@@ -1,21 +1,22 @@
-"""The paper's own harness and the mini-SWE-agent one: parsing, execution, endings."""
+"""The paper's own harness: parsing, execution, endings (rules: docs/harnesses.md)."""
 
 from __future__ import annotations
 
-import json
+from itertools import cycle
 
 import pytest
 
 from tests.harness.conftest import LOG_TASK
 from tmax.harness import HarnessSettings, make_harness, run_agent
-from tmax.harness.base import SUBMIT_SENTINEL, single_bash_command, truncate_middle
-from tmax.harness.tmax import format_observation
+from tmax.harness.base import SUBMIT_SENTINEL, truncate_middle
+from tmax.harness.tmax import first_bash_call, format_observation, own_prompts
 from tmax.models.client import Completion, ScriptedModel, ToolCall, bash_call
 from tmax.sandbox import ExecResult, Sandbox
 
 INSTRUCTION = (LOG_TASK / "instruction.md").read_text()
 SOLUTION = "grep -c '^\\[ERROR\\]' /app/service.log > /app/error_count.txt"
 SUBMIT = bash_call(f"echo {SUBMIT_SENTINEL}")
+PROMPTS = own_prompts(max_tool_calls=64, observation_chars=10_000)
 
 pytestmark = pytest.mark.slow
 
@@ -27,40 +28,38 @@ pytestmark = pytest.mark.slow
     ("completion", "problem"),
     [
         (Completion("THOUGHT: I will look around."), "no tool call"),
-        (
-            Completion("", (ToolCall("a", "bash", '{"command": "ls"}'),) * 2),
-            "2 tool calls (exactly one is allowed)",
-        ),
         (Completion("", (ToolCall("a", "python", '{"code": "1"}'),)), "unknown tool"),
         (Completion("", (ToolCall("a", "bash", '{"command": "ls"'),)), "not valid JSON"),
         (Completion("", (ToolCall("a", "bash", '["ls"]'),)), "must be a JSON object"),
-        (Completion("", (ToolCall("a", "bash", '{"cmd": "ls"}'),)), "no 'command' string"),
-        (Completion("", (ToolCall("a", "bash", '{"command": "  "}'),)), "no 'command' string"),
+        (Completion("", (ToolCall("a", "bash", '{"command": 3}'),)), "not a string"),
     ],
 )
-def test_malformed_calls_are_named(completion: Completion, problem: str) -> None:
-    command, _, error = single_bash_command(completion)
+def test_unusable_calls_are_named(completion: Completion, problem: str) -> None:
+    command, _, error = first_bash_call(completion)
     assert command is None
     assert error is not None and problem in error
 
 
-def test_a_well_formed_call_is_read() -> None:
-    command, call_id, error = single_bash_command(bash_call("ls -la", call_id="c7"))
-    assert (command, call_id, error) == ("ls -la", "c7", None)
+def test_the_first_of_several_calls_is_read_and_an_empty_command_is_a_command() -> None:
+    two = Completion("", (ToolCall("a", "bash", '{"command": " ls "}'), ToolCall("b", "x", "")))
+    assert first_bash_call(two) == ("ls", "a", None)
+    assert first_bash_call(bash_call("ls -la", call_id="c7")) == ("ls -la", "c7", None)
+    no_command = Completion("", (ToolCall("e", "bash", '{"cmd": "ls"}'),))
+    assert first_bash_call(no_command) == ("", "e", None)
 
 
-def test_long_output_keeps_head_and_tail_and_ends_with_the_exit_code() -> None:
+def test_long_output_shows_a_hint_then_head_and_tail_then_the_exit_code() -> None:
     output = "".join(f"line {i}\n" for i in range(5000))
-    text = format_observation(ExecResult(output, 3, 0.1), limit=10_000, timeout=120)
-    assert text.startswith("line 0\nline 1\n")
-    assert "line 4999\n(exit_code=3)" in text
-    assert text.endswith("(exit_code=3)")
-    assert "characters from the middle were left out" in text
+    text = format_observation(ExecResult(output, 3, 0.1), PROMPTS)
+    assert text.startswith("[This output has 48889 characters")
+    head, tail = text.index("line 0\nline 1\n"), text.index("line 4999\n\n(exit_code=3)")
+    assert head < text.index("not shown") < tail
+    assert text.endswith("\n\n(exit_code=3)")
     assert len(text) < 10_600
-    short = format_observation(ExecResult("ok", 0, 0.1), limit=10_000, timeout=120)
-    assert short == "ok\n(exit_code=0)"
-    timed = format_observation(ExecResult("", 124, 30, timed_out=True), 10_000, timeout=30)
-    assert "stopped after 30 seconds" in timed and timed.endswith("(exit_code=124)")
+    assert format_observation(ExecResult("ok\n\n", 0, 0.1), PROMPTS) == "ok\n\n(exit_code=0)"
+    assert format_observation(ExecResult(" \n", 1, 0.1), PROMPTS) == "(no output)\n\n(exit_code=1)"
+    at_limit = "x" * 10_000
+    assert format_observation(ExecResult(at_limit, 0, 0.1), PROMPTS).startswith(at_limit)
 
 
 def test_truncate_middle_counts_what_it_cut() -> None:
@@ -90,7 +89,7 @@ def test_tmax_solves_a_task_with_a_persistent_shell(box: Sandbox) -> None:
     assert correction["role"] == "user" and "no tool call" in correction["content"]
     last_observation = messages[-1]
     assert last_observation["role"] == "tool"
-    assert last_observation["content"] == "/app\nERROR\n(exit_code=0)"  # cwd and env persisted
+    assert last_observation["content"] == "/app\nERROR\n\n(exit_code=0)"  # cwd and env persisted
     assert model.requests[0]["tools"][0]["function"]["name"] == "bash"
     assert box.verify(LOG_TASK / "tests").reward == 1.0
     steps = run.trajectory.to_dict()["steps"]
@@ -98,46 +97,68 @@ def test_tmax_solves_a_task_with_a_persistent_shell(box: Sandbox) -> None:
     assert steps[-1]["tool_calls"][0]["arguments"] == {"command": f"echo {SUBMIT_SENTINEL}"}
 
 
-def test_mini_swe_agent_runs_each_command_in_a_fresh_shell(box: Sandbox) -> None:
-    model = ScriptedModel(
-        [bash_call("cd /tmp && export LEVEL=ERROR"), bash_call('pwd; echo "[$LEVEL]"'), SUBMIT]
+def test_tmax_runs_the_first_of_several_calls(box: Sandbox) -> None:
+    """Upstream runs tool_calls[0] and ignores the rest (sample_solutions.py:140)."""
+    two = Completion(
+        "THOUGHT: two at once",
+        (
+            ToolCall("a", "bash", '{"command": "echo first > /tmp/which"}'),
+            ToolCall("b", "bash", '{"command": "echo second > /tmp/which"}'),
+        ),
     )
-    run = run_agent(make_harness("mini-swe-agent"), model, box, INSTRUCTION)
-    assert run.exit_status == "submitted"
-    observation = json.loads(model.requests[-1]["messages"][-1]["content"])
-    assert observation == {"returncode": 0, "output": "/app\n[]\n"}
-    assert box.verify(LOG_TASK / "tests").reward == 0.0  # it never solved it
+    model = ScriptedModel([two, bash_call("cat /tmp/which", call_id="c"), SUBMIT])
+    run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
+    assert (run.exit_status, run.tool_calls, run.format_errors) == ("submitted", 3, 0)
+    messages = model.requests[-1]["messages"]
+    answers = [m for m in messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in answers] == ["a", "c"]  # "b" neither ran nor answered
+    assert answers == [
+        {"role": "tool", "tool_call_id": "a", "content": "(no output)\n\n(exit_code=0)"},
+        {"role": "tool", "tool_call_id": "c", "content": "first\n\n(exit_code=0)"},
+    ]
 
 
-def test_mini_swe_agent_solves_a_task(box: Sandbox) -> None:
-    model = ScriptedModel([bash_call("ls /app"), bash_call(SOLUTION), SUBMIT])
-    run = run_agent(make_harness("mini-swe-agent"), model, box, INSTRUCTION)
-    assert (run.exit_status, run.tool_calls) == ("submitted", 3)
-    assert box.verify(LOG_TASK / "tests").reward == 1.0
+def test_an_unusable_call_is_stripped_from_the_reply(box: Sandbox) -> None:
+    wrong_tool = Completion("THOUGHT: python", (ToolCall("p", "python", '{"code": "1"}'),))
+    bad_json = Completion("", (ToolCall("j", "bash", '{"command": "ls'),))
+    model = ScriptedModel([wrong_tool, bad_json, SUBMIT])
+    run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
+    assert (run.exit_status, run.format_errors) == ("submitted", 2)
+    messages = model.requests[-1]["messages"]
+    assert messages[2] == {"role": "assistant", "content": "THOUGHT: python"}
+    assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == "p"
+    assert messages[4] == {"role": "assistant", "content": ""}
+    assert messages[5]["role"] == "user" and "not valid JSON" in messages[5]["content"]
 
 
-def test_mini_swe_agent_splits_long_output() -> None:
-    from tmax.harness.mini_swe_agent import format_observation as mini_format
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"echo not yet; echo {SUBMIT_SENTINEL}",  # not the first line
+        f"echo {SUBMIT_SENTINEL}; false",  # a failed command
+        f"grep -c {SUBMIT_SENTINEL} /app/service.log",  # only in the command
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPU''T",  # only in the output
+    ],
+)
+def test_the_sentinel_anywhere_in_command_or_output_submits(command: str, box: Sandbox) -> None:
+    """Vanillux2Agent/agent.py:211 and sample_solutions.py:159."""
+    model = ScriptedModel([bash_call(command), bash_call("true")])
+    run = run_agent(make_harness("tmax"), model, box, INSTRUCTION)
+    assert (run.exit_status, run.turns, run.tool_calls) == ("submitted", 1, 1)
 
-    body = json.loads(mini_format(ExecResult("x" * 25_000, 0, 0.1), limit=10_000))
-    assert body["elided_chars"] == 15_000
-    assert len(body["output_head"]) == len(body["output_tail"]) == 5_000
-    assert "output" not in body
 
-
-@pytest.mark.parametrize("harness", ["tmax", "mini-swe-agent"])
-def test_the_sentinel_must_be_the_first_line_of_a_successful_command(
-    harness: str, box: Sandbox
-) -> None:
-    model = ScriptedModel(
-        [
-            bash_call(f"echo not yet; echo {SUBMIT_SENTINEL}"),  # not the first line
-            bash_call(f"echo {SUBMIT_SENTINEL}; false"),  # failed
-            SUBMIT,
-        ]
+def test_the_budget_is_steps_and_format_errors_count_in_a_row(box: Sandbox) -> None:
+    """Vanillux2Agent/agent.py:138 (64 steps in all) and :184 (the count resets)."""
+    answers = cycle(["THOUGHT: hmm", bash_call("true")])
+    model = ScriptedModel(lambda messages: next(answers))
+    settings = HarnessSettings(max_tool_calls=6, max_format_errors=2)
+    run = run_agent(make_harness("tmax", settings), model, box, INSTRUCTION)
+    assert (run.exit_status, run.turns, run.tool_calls, run.format_errors) == (
+        "max_tool_calls",
+        6,
+        3,
+        3,
     )
-    run = run_agent(make_harness(harness), model, box, INSTRUCTION)
-    assert run.exit_status == "submitted" and run.tool_calls == 3
 
 
 def test_budgets_end_the_episode(box: Sandbox) -> None:

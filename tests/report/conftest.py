@@ -16,10 +16,12 @@ import pytest
 #: qwen3.5-9b on tb-lite under tmax, runs 0 and 1:
 #:   run 0: a=1, b=0, c=infra -> 1/3 with infra scored 0 (1/2 with it left out)
 #:   run 1: a=1, b=None, c=1  -> 2/3
-#:   pass@1 = mean(1/3, 2/3) = 50.0, sample std = (1/3)/√2 = 23.57 -> "50.0 ± 23.6"
-#:   infra left out: mean(1/2, 2/3) = 58.33, std = (1/6)/√2 = 11.79 -> "58.3 ± 11.8"
+#:   statistics "paper": mean(1/3, 2/3) = 50.0, population std = 1/6 -> "50.0 ± 16.7"
+#:   "exclude_infra": mean(1/2, 2/3) = 58.33, sample std = (1/6)/√2 = 11.79
+#:   -> "58.3 ± 11.8"
 #: qwen3.5-9b-tmax on tb-lite under tmax:
-#:   run 0: 1, 1, 0 -> 2/3; run 1: 1, 1, 1 -> 1; 83.3 ± 23.6, no infra
+#:   run 0: 1, 1, 0 -> 2/3; run 1: 1, 1, 1 -> 1; no infra, so mean 83.3 under both;
+#:   population std 1/6 -> "83.3 ± 16.7", sample std (1/3)/√2 -> "83.3 ± 23.6"
 SCENARIO: dict[tuple[str, str, str], dict[str, list[Any]]] = {
     ("qwen3.5-9b", "tb-lite", "tmax"): {"a": [1, 1], "b": [0, None], "c": ["infra", 1]},
     ("qwen3.5-9b-tmax", "tb-lite", "tmax"): {"a": [1, 1], "b": [1, 1], "c": [0, 1]},
@@ -175,3 +177,51 @@ def write_data_reports(results: Path) -> None:
         path = results / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data))
+
+
+def write_harbor_job(
+    job_dir: Path,
+    *,
+    model: str,
+    trials: dict[str, Any],
+    agent: str = "vanillux2-agent",
+    source: str = "terminal-bench",
+) -> Path:
+    """A job folder in Harbor 0.25's layout (harbor_jobs/README.md), as a released
+    evaluation ships it: ``config.json``, the ``result.json`` summary and one
+    ``<task>__<7 chars>/result.json`` per trial, without our runner's metadata.
+
+    ``trials`` maps a trial folder name to (started HH:MM, outcome): 1 / 0 = reward,
+    "infra" = an environment error (no agent or verifier result)."""
+    job_dir.mkdir(parents=True)
+    config = {
+        "job_name": job_dir.name,
+        "n_attempts": 2,
+        "agents": [
+            {"import_path": "Vanillux2Agent:Vanillux2Agent", "model_name": f"openai/{model}"}
+        ],
+        "datasets": [{"name": source, "version": "2.0"}],
+    }
+    (job_dir / "config.json").write_text(json.dumps(config))
+    summary = {"id": "job", "n_total_trials": len(trials), "stats": {"n_trials": len(trials)}}
+    (job_dir / "result.json").write_text(json.dumps(summary))
+    for name, (started, outcome) in trials.items():
+        infra = outcome == "infra"
+        result = {
+            "task_name": name.split("__")[0],
+            "trial_name": name,
+            "source": source,
+            "agent_info": {"name": agent, "version": "1", "model_info": {"name": model}},
+            "agent_result": None if infra else {"n_input_tokens": 100, "n_output_tokens": 10},
+            "verifier_result": None if infra else {"rewards": {"reward": float(outcome)}},
+            "exception_info": (
+                {"exception_type": "EnvironmentStartTimeoutError", "exception_message": ""}
+                if infra
+                else None
+            ),
+            "started_at": f"2026-03-01T{started}:00+00:00",
+            "finished_at": f"2026-03-01T{started}:30+00:00",
+        }
+        (job_dir / name).mkdir()
+        (job_dir / name / "result.json").write_text(json.dumps(result))
+    return job_dir

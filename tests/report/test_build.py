@@ -4,17 +4,24 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.report.conftest import DECONTAM_REPORT, REMOVED, TASKS_REPORT, write_scenario
+from tests.report.conftest import (
+    DECONTAM_REPORT,
+    REMOVED,
+    TASKS_REPORT,
+    write_harbor_job,
+    write_scenario,
+)
 from tmax.cli import main as tmax_main
 from tmax.report.build import build_tables
 from tmax.report.ingest import measure, records_from_jobs, records_from_runs, split_variant
 from tmax.report.stage import table_stems, write_report_tables
-from tmax.report.tables import Table, load_paper_values
+from tmax.report.tables import Table, load_paper_values, round_half_up
 
 HARBOR_JOBS = ROOT / "tests" / "fixtures" / "harbor_jobs"
 
@@ -46,14 +53,24 @@ def test_infrastructure_errors_score_zero_and_are_counted(run_files: list[Path])
     by_variant = {m.variant: m for m in measure(records_from_runs(run_files))}
     base = by_variant["base"]
     assert (base.model, base.benchmark, base.harness) == ("qwen3.5-9b", "tb-lite", "tmax")
+    assert base.statistics == "paper"
     assert base.pass_at_1 == pytest.approx(50.0)
-    assert base.pass_at_1_std == pytest.approx(100 * (1 / 3) / 2**0.5)
+    assert base.pass_at_1_std == pytest.approx(100 / 6)  # population std of 1/3, 2/3
     assert (base.n_tasks, base.n_runs, base.n_trials, base.n_infra) == (3, 2, 6, 1)
-    # the per-job metric leaves the infra trial out instead
-    assert base.pass_at_1_completed == pytest.approx(100 * (1 / 2 + 2 / 3) / 2)
     trained = by_variant["tmax"]
     assert trained.pass_at_1 == pytest.approx(100 * (2 / 3 + 1) / 2)
     assert trained.n_infra == 0
+
+
+def test_the_other_convention_leaves_infrastructure_errors_out(run_files: list[Path]) -> None:
+    measured = measure(records_from_runs(run_files), statistics="exclude_infra")
+    by_variant = {m.variant: m for m in measured}
+    base = by_variant["base"]
+    assert base.statistics == "exclude_infra"
+    assert base.pass_at_1 == pytest.approx(100 * (1 / 2 + 2 / 3) / 2)
+    assert base.pass_at_1_std == pytest.approx(100 * (1 / 6) / 2**0.5)  # sample std
+    assert base.n_infra == 1
+    assert by_variant["tmax"].pass_at_1_std == pytest.approx(100 * (1 / 3) / 2**0.5)
 
 
 def test_tables_from_fixture_trials(run_files: list[Path]) -> None:
@@ -65,18 +82,18 @@ def test_tables_from_fixture_trials(run_files: list[Path]) -> None:
         removed=REMOVED,
     )
     size = texts(tables["cross_size"])
-    assert size[("qwen3.5-9b", "tb-lite/base")] == "50.0 ± 23.6 (n=3×2, 1 infra)"
-    assert size[("qwen3.5-9b", "tb-lite/tmax")] == "83.3 ± 23.6 (n=3×2)"
+    assert size[("qwen3.5-9b", "tb-lite/base")] == "50.0 ± 16.7 (n=3×2, 1 infra)"
+    assert size[("qwen3.5-9b", "tb-lite/tmax")] == "83.3 ± 16.7 (n=3×2)"
     assert size[("qwen3.5-9b", "terminal-bench-2.0/base")] == "not run"
     assert size[("qwen3.5-2b", "terminal-bench-2.0/tmax")] == "not run"
 
     harness = texts(tables["cross_harness"])  # reference model: the first seen
-    assert harness[("tmax", "tb-lite/base")] == "50.0 ± 23.6 (n=3×2, 1 infra)"
+    assert harness[("tmax", "tb-lite/base")] == "50.0 ± 16.7 (n=3×2, 1 infra)"
     assert harness[("openhands", "tb-lite/base")] == "not run"
 
     ablation = texts(tables["dataset_ablation"])
-    assert ablation[("none", "tb-lite")] == "50.0 ± 23.6 (n=3×2, 1 infra)"
-    assert ablation[("tmax-15k", "tb-lite")] == "83.3 ± 23.6 (n=3×2)"
+    assert ablation[("none", "tb-lite")] == "50.0 ± 16.7 (n=3×2, 1 infra)"
+    assert ablation[("tmax-15k", "tb-lite")] == "83.3 ± 16.7 (n=3×2)"
     assert ablation[("swe-smith", "tb-lite")] == "not run"
 
     data = texts(tables["dataset_comparison"])
@@ -95,9 +112,29 @@ def test_tables_from_fixture_trials(run_files: list[Path]) -> None:
     ]  # fmt: skip
 
     evaluations = texts(tables["evaluations"])
-    assert evaluations[("qwen3.5-9b/tb-lite/tmax", "pass_at_1_completed")] == (
-        "58.3 ± 11.8 (n=3×2, 1 infra)"
+    assert evaluations[("qwen3.5-9b/tb-lite/tmax", "pass_at_1")] == ("50.0 ± 16.7 (n=3×2, 1 infra)")
+    # every pass@1 table names its convention, in its notes and its CSV column
+    for name in ("cross_size", "cross_harness", "dataset_ablation", "evaluations"):
+        assert tables[name].statistics == "paper"
+        assert any(note.startswith("statistics: paper") for note in tables[name].notes)
+
+
+def test_one_switch_changes_every_table(run_files: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "tables"
+    write_report_tables(
+        records_from_runs(run_files),
+        out,
+        formats=["csv", "md"],
+        combined=tmp_path / "tables.md",
+        statistics="exclude_infra",
     )
+    rows = list(csv.DictReader((out / "cross_size.csv").open()))
+    cell = next(r for r in rows if (r["row"], r["column"]) == ("qwen3.5-9b", "tb-lite/base"))
+    assert cell["text"] == "58.3 ± 11.8"
+    assert {r["statistics"] for r in rows} == {"exclude_infra"}
+    assert "statistics: exclude_infra" in (out / "cross_size.md").read_text()
+    assert "statistics: exclude_infra" in (out / "cross_size_vs_paper.md").read_text()
+    assert "statistics: exclude_infra" in (tmp_path / "tables.md").read_text()
 
 
 def test_reproduced_vs_paper_files(run_files: list[Path], tmp_path: Path) -> None:
@@ -113,6 +150,7 @@ def test_reproduced_vs_paper_files(run_files: list[Path], tmp_path: Path) -> Non
         for r in csv.DictReader((out / "cross_size_vs_paper.csv").open())
     }
     assert rows[("qwen3.5-9b/tb-lite/base", "paper")] == "41.9"
+    assert rows[("qwen3.5-9b/tb-lite/base", "reproduced")] == "50.0 ± 16.7"
     assert rows[("qwen3.5-9b/tb-lite/base", "difference")] == "+8.1"
     assert rows[("qwen3.5-9b/tb-lite/tmax", "difference")] == "+26.1"
     assert rows[("qwen3.5-2b/terminal-bench-2.0/base", "reproduced")] == "not run"
@@ -126,14 +164,19 @@ def test_reproduced_vs_paper_files(run_files: list[Path], tmp_path: Path) -> Non
 
 
 def test_harbor_job_folders_tabulate_like_our_runs(tmp_path: Path) -> None:
-    """Harbor's own job: hello-world 1 then 0 (agent timeout), fix-permissions an
-    environment error then 1: each run 1/2 with the error scored 0."""
+    """Harbor's own job, attempts in listing order (fixture README): hello-world 0
+    (agent timeout, ``Zx9KmP2``) then 1, fix-permissions 1 (``M4nB8vC``) then an
+    environment error: each run 1/2 with the error scored 0."""
     records = records_from_jobs([HARBOR_JOBS / "2026-01-05__12-00-00"])
     (only,) = measure(records)
     assert (only.model, only.benchmark, only.harness) == ("qwen3-8b", "hello-bench", "terminus-2")
     assert (only.pass_at_1, only.pass_at_1_std) == (50.0, 0.0)
     assert (only.n_tasks, only.n_runs, only.n_infra) == (2, 2, 1)
-    assert only.pass_at_1_completed == pytest.approx(75.0)
+    # exclude_infra, runs by start time: run 0 = hello-world 1 alone, run 1 = 0 and 1
+    records = records_from_jobs([HARBOR_JOBS / "2026-01-05__12-00-00"], statistics="exclude_infra")
+    (other,) = measure(records, statistics="exclude_infra")
+    assert other.pass_at_1 == pytest.approx(75.0)
+    assert other.pass_at_1_std == pytest.approx(25 * 2**0.5)
 
 
 def test_cli_tabulates_job_folders(tmp_path: Path, capsys) -> None:
@@ -160,8 +203,9 @@ def test_cli_tabulates_job_folders(tmp_path: Path, capsys) -> None:
     }
     assert rows == {
         "qwen3-8b/hello-bench/terminus-2": "50.0 ± 0.0",
-        # fixture README: run 0 = 2/2, run 1 = 1/2, run 2 = 1/2 (infra scored 0)
-        "tmax-qwen3-8b/tmax-heldout/tmax": "66.7 ± 28.9",
+        # fixture README: run 0 = 2/2, run 1 = 1/2, run 2 = 1/2 (infra scored 0);
+        # population std = sqrt(((1/3)² + 2·(1/6)²)/3) = √2/6
+        "tmax-qwen3-8b/tmax-heldout/tmax": "66.7 ± 23.6",
     }
     assert not (out / "evaluations.md").exists()
 
@@ -177,13 +221,75 @@ def test_cli_reports_an_unreadable_job_as_an_error(tmp_path: Path, capsys) -> No
 
 
 def test_a_setting_whose_trials_all_failed_for_infrastructure_reasons(tmp_path: Path) -> None:
-    """Scored 0 for the paper's tables; the per-job view has no completed trial."""
+    """Scored 0 under the paper's convention; left out, nothing remains to score."""
     scenario = {("m", "tb-lite", "tmax"): {"a": ["infra", "infra"], "b": ["infra", "infra"]}}
-    (only,) = measure(records_from_runs(write_scenario(tmp_path, scenario)))
+    records = records_from_runs(write_scenario(tmp_path, scenario))
+    (only,) = measure(records)
     assert (only.pass_at_1, only.pass_at_1_std, only.n_infra) == (0.0, 0.0, 4)
-    assert only.pass_at_1_completed is None
     table = build_tables([only], load_paper_values())["evaluations"]
-    assert texts(table) == {
-        ("m/tb-lite/tmax", "pass_at_1"): "0.0 ± 0.0 (n=2×2, 4 infra)",
-        ("m/tb-lite/tmax", "pass_at_1_completed"): "no completed trial",
-    }
+    assert texts(table) == {("m/tb-lite/tmax", "pass_at_1"): "0.0 ± 0.0 (n=2×2, 4 infra)"}
+    (left_out,) = measure(records, statistics="exclude_infra")
+    assert left_out.pass_at_1 is None
+    table = build_tables([left_out], load_paper_values())["evaluations"]
+    assert texts(table) == {("m/tb-lite/tmax", "pass_at_1"): "no completed trial"}
+
+
+def test_the_papers_runs_follow_the_listing_of_a_harbor_job(tmp_path: Path) -> None:
+    """t1's attempts sort by name in the reverse of their start order: the listing
+    gives runs (t1 1, t2 1) and (0, 0), 50 ± 50; the start order (0, 1) and (1, 0),
+    50 ± 0. The paper's ± depends on that order; its mean does not."""
+    job = write_harbor_job(
+        tmp_path / "job",
+        model="m",
+        trials={
+            "t1__A000001": ("10:05", 1),
+            "t1__B000002": ("10:00", 0),
+            "t2__A000003": ("10:01", 1),
+            "t2__B000004": ("10:06", 0),
+        },
+    )
+    (listed,) = measure(records_from_jobs([job]))
+    assert (listed.pass_at_1, listed.pass_at_1_std) == (50.0, 50.0)
+    (started,) = measure(
+        records_from_jobs([job], statistics="exclude_infra"), statistics="exclude_infra"
+    )
+    assert (started.pass_at_1, started.pass_at_1_std) == (50.0, 0.0)
+
+
+@pytest.mark.parametrize("statistics", ["paper", "exclude_infra"])
+def test_tables_and_metrics_agree_on_the_same_jobs(tmp_path: Path, statistics: str) -> None:
+    jobs = [str(HARBOR_JOBS / "2026-01-05__12-00-00"), str(HARBOR_JOBS / "tmax-run")]
+    metrics_json = tmp_path / "metrics.json"
+    assert (
+        tmax_main(
+            ["eval", "metrics", *jobs, "--json", str(metrics_json), "--statistics", statistics]
+        )
+        == 0
+    )
+    out = tmp_path / "tables"
+    assert (
+        tmax_main(
+            [
+                "report",
+                "tables",
+                "--jobs",
+                *jobs,
+                "--out",
+                str(out),
+                "--formats",
+                "csv",
+                "--statistics",
+                statistics,
+            ]
+        )
+        == 0
+    )
+    metrics = json.loads(metrics_json.read_text())
+    assert metrics["statistics"] == statistics
+    tables = {r["row"]: r for r in csv.DictReader((out / "evaluations.csv").open())}
+    for group in metrics["groups"]:
+        row = tables[f"{group['model']}/{group['benchmark']}/{group['harness']}"]
+        assert row["statistics"] == statistics
+        assert float(row["value"]) == round_half_up(group["pass_at_1_mean"], 1)
+        assert float(row["std"]) == round_half_up(group["pass_at_1_std"], 1)
+        assert int(row["n_runs"]) == group["n_runs"]

@@ -18,9 +18,10 @@ pytestmark = pytest.mark.slow
 REPORT_RULES = ("report_tables", "report_figures", "report_provenance")
 
 #: The embedded default's evaluation shape (SFT and TMAX variants of tiny-qwen3 on
-#: held-out tasks), one harness, two runs:
-#:   SFT:  run 0 = 1/2, run 1 = 0/2 (b is an infra error) -> 25.0 ± 35.4, 1 infra
-#:   TMAX: run 0 = 2/2, run 1 = 1/2                        -> 75.0 ± 35.4
+#: held-out tasks), one harness, two runs; report.statistics "paper" (the default):
+#:   SFT:  run 0 = 1/2, run 1 = 0/2 (b is an infra error, scored 0) -> 25.0 ± 25.0
+#:   TMAX: run 0 = 2/2, run 1 = 1/2                                   -> 75.0 ± 25.0
+#: (population std of two runs = half their difference).
 SCENARIO = {
     ("tiny-qwen3-sft", "heldout", "tmax"): {"a": [1, 0], "b": [0, "infra"]},
     ("tiny-qwen3-tmax", "heldout", "tmax"): {"a": [1, 1], "b": [1, 0]},
@@ -40,11 +41,12 @@ def test_report_rules_build_tables_figures_provenance_and_html(tmp_path: Path) -
     snakemake(workdir, "results/report/provenance.json", "--allowed-rules", *REPORT_RULES)
 
     tables = (results / "report" / "tables.md").read_text()
-    assert "| TMAX | not run | not run | 25.0 ± 35.4 (n=2×2, 1 infra) | 75.0 ± 35.4 (n=2×2) |" in (
+    assert "| TMAX | not run | not run | 25.0 ± 25.0 (n=2×2, 1 infra) | 75.0 ± 25.0 (n=2×2) |" in (
         tables
     )
+    assert "statistics: paper" in tables
     ablation = (results / "report" / "tables" / "dataset_ablation.md").read_text()
-    assert "| none (before RL) | not run | not run | 25.0 ± 35.4 (n=2×2, 1 infra) |" in ablation
+    assert "| none (before RL) | not run | not run | 25.0 ± 25.0 (n=2×2, 1 infra) |" in ablation
     comparison = (results / "report" / "tables" / "cross_harness_vs_paper.csv").read_text()
     assert "tmax/tb-lite/base,paper,41.9,41.9" in comparison
     for name in FIGURE_NAMES:

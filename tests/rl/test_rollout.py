@@ -326,7 +326,7 @@ def bwrap() -> None:
         pytest.skip(reason)
 
 
-SMALL = HarnessSettings(max_tool_calls=2, max_turn_tokens=32, max_turns=4, temperature=1.0)
+SMALL = HarnessSettings(max_tool_calls=4, max_turn_tokens=32, temperature=1.0)
 
 
 def _check(sample: Sample) -> None:
@@ -428,7 +428,7 @@ def test_a_failed_episode_is_played_again_once_then_scored_zero(
     assert len(boxes) == 2  # a second attempt, in its own sandbox
     if faulty == {1}:
         assert sample.exit_status != "failed" and not sample.failure
-        assert sample.turns == SMALL.max_turns  # the whole script, played again
+        assert sample.turns == SMALL.max_tool_calls  # the whole script, played again
     else:
         assert (sample.exit_status, sample.reward) == ("failed", 0.0)
         expected = "RuntimeError: engine server 0" if fault == "engine" else "SandboxDied"

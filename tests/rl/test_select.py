@@ -84,6 +84,29 @@ def test_select_publishes_the_best_snapshot_and_says_why(tmp_path: Path) -> None
     assert "ties go to the later step" in document["rule"]
 
 
+def test_the_pointer_changes_with_the_chosen_weights_only(tmp_path: Path) -> None:
+    """Evaluations read the pointer: choosing the same snapshot again on more runs
+    writes it byte for byte (Snakemake's input checksum keeps them), another does not."""
+    snapshots = tmp_path / "snapshots"
+    for step in (2, 4):
+        _snapshot(snapshots, step, f"weights of step {step}")
+    output, pointer = tmp_path / "model", tmp_path / "model.json"
+
+    def select(scores: dict[int, list[float]]) -> bytes:
+        runs = {
+            step: [_run(tmp_path / f"s{step}/run{i}.json", a) for i, a in enumerate(accs)]
+            for step, accs in scores.items()
+        }
+        select_checkpoint(snapshots, runs, output, tmp_path / "selection.json",
+                          steps=[2, 4], pointer=pointer)  # fmt: skip
+        return pointer.read_bytes()
+
+    first = select({2: [0.5], 4: [0.25]})
+    assert json.loads(first)["path"] == str(output)
+    assert select({2: [0.5, 0.5], 4: [0.25, 0.5]}) == first  # more runs, same choice
+    assert select({2: [0.0], 4: [1.0]}) != first
+
+
 def test_without_selection_the_last_step_is_the_model(tmp_path: Path) -> None:
     _snapshot(tmp_path / "snapshots", 5, "last")
     output, report = tmp_path / "model", tmp_path / "selection.json"

@@ -7,9 +7,9 @@ touching records what Snakemake's rerun triggers read (each job's params, its se
 inputs and their checksums) without running anything, so the paper's 1,400 jobs are a
 finished run in seconds. "Planned" is a dry run against that tree. "Run" is a
 ``--touch`` of the change on a copy of it: the placeholders keep their content, so
-each checkpoint (``decontam_filter``, ``benchmark_tasks``) writes what it wrote
-before, and the jobs downstream of it drop out as they do in a real run where the
-checkpoint's product did not change. The README's rerun table is :func:`markdown`
+each checkpoint (:data:`CHECKPOINTS`) writes what it wrote before, and the jobs
+downstream of it drop out as they do in a real run where the checkpoint's product did
+not change. The README's rerun table is :func:`markdown`
 of :data:`ROWS` (``python -m tests.workflow.rerun_matrix`` prints it);
 ``tests/workflow/test_rerun_matrix.py`` checks every row and that the README holds
 the table.
@@ -32,7 +32,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW_PATHS = ("Snakefile", "config.yaml", "configs", "rules", "scripts", "envs",
                   "profiles", "slurm", "src", "README.md")  # fmt: skip
-CHECKPOINTS = ("decontam_filter", "benchmark_tasks")
+CHECKPOINTS = ("decontam_filter", "dataset_filter", "benchmark_tasks", "select_checkpoint")
 """Rules declared as checkpoints: a change that plans one may run less than it plans."""
 FILE_SUFFIXES = {".json", ".parquet", ".md", ".csv", ".tex", ".png", ".pdf", ".yaml"}
 """What the workflow's file outputs end in; every other output is a directory."""
@@ -255,6 +255,17 @@ ROWS: list[Row] = [
                             eval_metrics=4),
             PAPER: PAPER_ALL_TRAINED,
         }),
+    Row("`rl.select_runs` + 1", "one more comparison run per snapshot; the models' "
+        "evaluations follow only if another snapshot wins (the embedded default keeps "
+        "the last step)", _set("rl.select_runs", lambda n: (n or 1) + 1), same_products=True,
+        planned={
+            EMBEDDED: NOTHING,
+            PAPER: _jobs(PAPER_ALL_TRAINED, rl_train=0),
+        },
+        run={
+            EMBEDDED: NOTHING,
+            PAPER: {"evaluate_snapshot": 55, "select_checkpoint": 11},
+        }),
     Row("`rl.step_timeout_sec` 6 h → 12 h", "how long ranks wait, not what they "
         "learn", _set("rl.step_timeout_sec", 43200),
         planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
@@ -305,6 +316,19 @@ ROWS: list[Row] = [
     Row("`evaluation.concurrency` → 2", "trials at once, not their results",
         _set("evaluation.concurrency", 2),
         planned={EMBEDDED: NOTHING, PAPER: NOTHING}),
+    Row("`report.statistics` → exclude_infra", "how runs are summarised: every metrics "
+        "file and table, no evaluation", _set("report.statistics", "exclude_infra"),
+        planned={
+            EMBEDDED: _jobs(REPORTS, eval_metrics=8, report_figures=0),
+            PAPER: _jobs(REPORTS, eval_metrics=135, report_figures=0),
+        }),
+    Row("`evaluation.network` harbor → task", "what the sandboxes of every evaluation "
+        "may reach; training keeps its own rule", _set("evaluation.network", "task"),
+        planned={
+            EMBEDDED: _jobs(REPORTS, evaluate=16, eval_metrics=8, report_figures=0),
+            PAPER: _jobs(REPORTS, dataset_difficulty=0, evaluate_snapshot=55,
+                         select_checkpoint=11, evaluate=675, eval_metrics=135),
+        }),
     Row("`report.formats` without tex", "a report choice",
         _set("report.formats", ["md", "csv"]),
         planned={

@@ -26,7 +26,7 @@ from typing import Any
 from tmax.evaluate.metrics import GroupSummary, summarize
 from tmax.evaluate.records import read_trial
 from tmax.evaluate.runner import plan_trials, run_trials
-from tmax.evaluate.stage import serve_model, settings_from_config, trials_dir
+from tmax.evaluate.stage import HARNESS_SETTINGS, serve_model, settings_from_config, trials_dir
 from tmax.evaluate.trial import SandboxFactory
 from tmax.harness import HARNESSES, HarnessSettings
 from tmax.models.client import ChatModel
@@ -38,16 +38,6 @@ MEASURED = "measured"
 NO_ENVIRONMENTS = "no environments"
 NOT_MEASURED = "not measured"
 PASS_AT_K = (1, 8)
-BUDGET_KEYS = (
-    "temperature",
-    "interleaved_thinking",
-    "max_tool_calls",
-    "max_turn_tokens",
-    "max_total_tokens",
-    "max_format_errors",
-    "command_timeout_sec",
-)
-"""Episode budgets: ``difficulty.<key>`` when set, else ``evaluation.<key>``."""
 
 
 class DifficultyConfigError(ValueError):
@@ -80,7 +70,8 @@ class DifficultySettings:
         section = dict(config.get("difficulty") or {})
         evaluation = dict(config.get("evaluation") or {})
         sandbox = dict(config.get("sandbox") or {})
-        budgets = {key: section.get(key, evaluation.get(key)) for key in BUDGET_KEYS}
+        # Episode budgets: difficulty.<key> when set, else evaluation.<key>.
+        budgets = {key: section.get(key, evaluation.get(key)) for key in HARNESS_SETTINGS}
         model, off_reason = _reference_model(section, config.get("models") or [])
         concurrency = section.get("concurrency") or sandbox.get("max_concurrency") or 2
         return cls(
@@ -283,7 +274,8 @@ def measure_difficulty(
     model = settings.model or {"name": client.name if client else "reference"}
     settings = replace(settings, model=model)
     harness_settings = settings.harness_settings()
-    root = trials_dir(dataset_dir / "difficulty", harness_settings, model, settings.backend)
+    root = trials_dir(dataset_dir / "difficulty", harness_settings, model, settings.backend,
+                      "task")  # fmt: skip
     specs = plan_trials(
         ((task_dir, task_id, None) for task_dir, task_id in runnable),
         model=model["name"],

@@ -1,7 +1,7 @@
 """Trial results as flat records: Harbor job folders and our own runs read alike.
 
-A trial directory holds ``result.json``, Harbor's ``TrialResult`` (harbor 0.25.0,
-``harbor/models/trial/result.py``). The fields read here:
+A trial directory holds ``result.json``, Harbor's ``TrialResult`` (harbor 0.25.0 and
+0.26.0, ``harbor/models/trial/result.py``). The fields read here:
 
 - ``task_name``, ``trial_name``, ``source`` (the dataset a task came from);
 - ``agent_info.name`` (the harness) and ``agent_info.model_info.name`` (the model,
@@ -11,7 +11,8 @@ A trial directory holds ``result.json``, Harbor's ``TrialResult`` (harbor 0.25.0
   run, domain, exit_status, failure_kind);
 - ``verifier_result.rewards``: ``{"reward": x}`` from ``reward.txt``, or any keys
   from ``reward.json``;
-- ``exception_info.exception_type``: the exception class name;
+- ``exception_info.exception_type``: the exception class name, and its
+  ``policy_override.has_valid_reward`` where set (whether the reward still counts);
 - ``started_at`` / ``finished_at`` (per-phase timings, ``environment_setup``,
   ``agent_setup``, ``agent_execution``, ``verifier``, are not needed here);
 - ``step_results`` (multi-step trials): per-step ``agent_result`` and
@@ -250,22 +251,41 @@ def _reward(path: Path, verifier_result: Mapping[str, Any] | None) -> float | No
     return float(value)
 
 
+def _exception_kinds(path: Path, data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(exception type, ``agent`` or ``infra``) of each recorded exception: by its
+    ``policy_override.has_valid_reward`` when set (Harbor's ``override_error_policy``;
+    our runner writes one too), else by ``data/exception_kinds.yaml``."""
+    kinds = load_exception_kinds()
+    found = []
+    for name, valid in _exceptions(path, data):
+        found.append((name, kinds.kind(name) if valid is None else ("agent" if valid else "infra")))
+    return found
+
+
 def _exception_types(path: Path, data: Mapping[str, Any]) -> list[str]:
-    """Trial-level exception first, then each step's, in order (as Harbor's
-    ``TrialResult.failure_cause`` reads them)."""
+    return [name for name, _ in _exceptions(path, data)]
+
+
+def _exceptions(path: Path, data: Mapping[str, Any]) -> list[tuple[str, bool | None]]:
+    """(exception type, ``policy_override.has_valid_reward`` or None) of the trial-level
+    exception first, then each step's, in order (as Harbor's
+    ``TrialResult.recorded_exceptions`` reads them)."""
     infos = [data.get("exception_info")]
     steps = data.get("step_results") or []
     if not isinstance(steps, list):
         raise _fail(path, "step_results is not a list")
     infos += [step.get("exception_info") for step in steps if isinstance(step, dict)]
-    types = []
+    found = []
     for info in infos:
         if info is None:
             continue
         if not isinstance(info, dict):
             raise _fail(path, "exception_info is not an object")
-        types.append(_string(path, info, "exception_type", required=True))
-    return types
+        name = _string(path, info, "exception_type", required=True)
+        override = info.get("policy_override")
+        valid = override.get("has_valid_reward") if isinstance(override, dict) else None
+        found.append((name, valid if isinstance(valid, bool) else None))
+    return found
 
 
 def _agent_contexts(path: Path, data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -346,9 +366,10 @@ def _parse_trial(
         found_model, found_harness = tmax["model"], tmax["harness"]
         found_benchmark, domain, run = tmax["benchmark"], tmax.get("domain"), tmax["run"]
     else:
-        kinds = load_exception_kinds()
         exit_status = exception_types[0] if exception_types else COMPLETED
-        failure = next((t for t in exception_types if kinds.kind(t) == "infra"), None)
+        failure = next(
+            (t for t, kind in _exception_kinds(result_path, data) if kind == "infra"), None
+        )
         if failure is None and not exception_types and reward is None:
             failure = MISSING_VERIFIER_RESULT
         found_model = (model_info or {}).get("name") or "unknown"

@@ -5,8 +5,8 @@
    Verified, AIME).
 2. ``evaluate_run``: one (model × benchmark × harness × run): serve the model (or use
    its endpoint), run every task's trial, write the run's summary.
-3. ``collect_metrics``: pass@1 mean ± std over runs, pass@k, per-task and per-domain
-   breakdowns for one (model, benchmark, harness); ``write_summary`` for them all.
+3. The metrics of a (model, benchmark, harness) over its runs, and the summary of
+   them all, are :func:`tmax.evaluate.metrics.write_metrics` and ``write_summary``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from tmax.evaluate.runner import plan_trials, run_trials
 from tmax.evaluate.trial import task_checksum
 from tmax.harness import HarnessSettings
-from tmax.io import write_json, write_text
+from tmax.io import write_json
 
 log = logging.getLogger("tmax.evaluate")
 
@@ -93,16 +93,39 @@ def prepare_benchmark(
 # --- 2. one run -------------------------------------------------------------------------
 
 
+HARNESS_SETTINGS = (
+    "max_tool_calls",
+    "max_turn_tokens",
+    "max_total_tokens",
+    "temperature",
+    "interleaved_thinking",
+    "max_format_errors",
+    "command_timeout_sec",
+    "max_turns",
+    "prompts",
+)
+"""The ``evaluation`` settings an episode runs under (:class:`HarnessSettings`)."""
+OPTIONAL_SETTINGS = ("max_turns", "prompts")
+"""Settings a hand-made section may leave out (HarnessSettings' defaults apply); a
+validated config always has them."""
+
+
 def settings_from_config(evaluation: Mapping[str, Any]) -> HarnessSettings:
-    return HarnessSettings(
-        max_tool_calls=evaluation["max_tool_calls"],
-        max_turn_tokens=evaluation["max_turn_tokens"],
-        max_total_tokens=evaluation["max_total_tokens"],
-        temperature=evaluation["temperature"],
-        interleaved_thinking=evaluation["interleaved_thinking"],
-        max_format_errors=evaluation["max_format_errors"],
-        command_timeout_sec=float(evaluation["command_timeout_sec"]),
-    )
+    settings = {
+        key: evaluation[key]
+        for key in HARNESS_SETTINGS
+        if key in evaluation or key not in OPTIONAL_SETTINGS
+    }
+    settings["command_timeout_sec"] = float(settings["command_timeout_sec"])
+    return HarnessSettings(**settings)
+
+
+def run_settings(evaluation: Mapping[str, Any]) -> dict[str, Any]:
+    """What one evaluation run's result depends on: the harness settings and the engine
+    that serves the model. Not the lists it was chosen from (runs, variants,
+    benchmarks, harnesses), nor concurrency, nor where tasks come from (the task list
+    is the job's input); the workflow's evaluation jobs take exactly these as params."""
+    return {key: evaluation[key] for key in (*HARNESS_SETTINGS, "engine", "network")}
 
 
 @contextlib.contextmanager
@@ -143,11 +166,17 @@ def serve_model(
 
 
 def trials_dir(
-    root: Path, settings: HarnessSettings, model: Mapping[str, Any], backend: str
+    root: Path,
+    settings: HarnessSettings,
+    model: Mapping[str, Any],
+    backend: str,
+    network: str,
 ) -> Path:
     """Where a (model, benchmark, harness)'s trials live, keyed by what changes their
-    outcome: changing a budget or the model starts fresh trials, resuming reuses."""
-    key = json.dumps([asdict(settings), dict(model), backend], sort_keys=True, default=str)
+    outcome: changing a budget, the model or the network policy starts fresh trials,
+    resuming reuses."""
+    key = json.dumps([asdict(settings), dict(model), backend, network], sort_keys=True,
+                     default=str)  # fmt: skip
     return root / f"trials-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
@@ -169,7 +198,8 @@ def evaluate_run(
 
     manifest = json.loads(manifest_path.read_text())
     settings = settings_from_config(evaluation)
-    root = trials_dir(output.parent, settings, model, backend)
+    network = evaluation.get("network", "harbor")
+    root = trials_dir(output.parent, settings, model, backend, network)
     specs = plan_trials(
         ((Path(t["path"]), t["name"], t.get("domain")) for t in manifest["tasks"]),
         model=model["name"],
@@ -184,7 +214,9 @@ def evaluate_run(
             client,
             settings,
             root,
-            lambda task_dir: sandbox_for_task(task_dir, backend, run_id=run_id),
+            lambda task_dir: sandbox_for_task(
+                task_dir, backend, run_id=run_id, network_policy=network
+            ),
             concurrency=concurrency,
         )
     summary = run_summary(results, root, model["name"], manifest["benchmark"], harness, run)
@@ -205,6 +237,8 @@ def run_summary(
         rewards = (result.get("verifier_result") or {}).get("rewards") or {}
         meta = (result.get("agent_result") or {}).get("metadata", {}).get("tmax", {})
         exception = result.get("exception_info")
+        if meta.get("failure_kind", "infra") != "infra":
+            exception = None  # the agent's failure (timeout, memory): a counted attempt
         trials.append(
             {
                 "trial": result["trial_name"],
@@ -227,51 +261,3 @@ def run_summary(
         "accuracy": accuracy,
         "trials": trials,
     }
-
-
-# --- 3. metrics ---------------------------------------------------------------------------
-
-
-def collect_metrics(
-    run_files: Sequence[Path], output_json: Path, output_md: Path
-) -> dict[str, Any]:
-    """Metrics of one (model, benchmark, harness) over its runs."""
-    from tmax.evaluate.metrics import summarize
-    from tmax.evaluate.records import read_trial
-
-    records = []
-    for run_file in run_files:
-        run = json.loads(Path(run_file).read_text())
-        root = Path(run["trials_dir"])
-        records += [read_trial(root / trial["trial"]) for trial in run["trials"]]
-    summary = summarize(records)
-    data = summary.to_dict()
-    write_json(output_json, data)
-    write_text(output_md, summary.to_markdown() + "\n")
-    return data
-
-
-def write_summary(metric_files: Sequence[Path], output_json: Path, output_md: Path) -> None:
-    """One table over every (model, benchmark, harness): pass@1 mean ± std."""
-    rows = []
-    for path in metric_files:
-        rows += json.loads(Path(path).read_text())["groups"]
-    write_json(output_json, {"groups": rows})
-    lines = [
-        "# Evaluation",
-        "",
-        "pass@1 is the mean ± sample std of per-run accuracy (%); infrastructure failures",
-        "are left out of the accuracy and counted on their own.",
-        "",
-        "| model | benchmark | harness | pass@1 | runs | tasks | trials | infra failures |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        mean, std = row["pass_at_1_mean"], row["pass_at_1_std"]
-        pass_1 = "–" if mean is None else f"{mean:.1f} ± {std:.1f}"
-        lines.append(
-            f"| {row['model']} | {row['benchmark']} | {row['harness']} | {pass_1} | "
-            f"{row['n_runs']} | {row['n_tasks']} | {row['n_trials']} | "
-            f"{row['n_infra_failures']} |"
-        )
-    write_text(output_md, "\n".join(lines) + "\n")

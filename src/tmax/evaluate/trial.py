@@ -1,21 +1,30 @@
 """One evaluation trial: a task, a model, a harness, a run — in a fresh sandbox.
 
-The trial directory is Harbor's (so Harbor's tooling and ours read it alike):
+The trial directory is Harbor's, and its JSON files load with Harbor's own models
+(harbor 0.26.0; ``tmax.evaluate.harbor_check`` checks it), so Harbor's tooling and
+ours read it alike:
 
-    <trial>/config.json            what was run
-    <trial>/result.json            TrialResult: task_name, verifier_result.rewards.reward,
-                                   exception_info, agent_result, per-phase timing
+    <trial>/config.json            TrialConfig: what was run
+    <trial>/result.json            TrialResult: task_name, task_id, verifier_result.rewards,
+                                   exception_info, agent_result (our ``tmax`` block in
+                                   its metadata), per-phase timing
     <trial>/agent/trajectory.json  the episode in ATIF
     <trial>/verifier/              test-stdout.txt and the reward file
 
 ``result.json`` is written last and atomically: a trial directory without it is
-unfinished and is redone on resume. Infrastructure failures (the sandbox would not
-start, the model endpoint kept failing, a bug in a harness) are recorded in
-``exception_info`` with ``failure_kind: infra`` so the metrics keep them apart from
-wrong answers; whatever the agent did wrong (running out of turns or tokens,
-malformed replies, exhausting memory) is a reward of 0. An agent that breaks its own
-sandbox (exhausts its memory or process slots until the control shell dies) scores 0
-too, with ``exception_info`` and ``failure_kind: agent``: an attempt, not infra.
+unfinished and is redone on resume (``task_checksum``, Harbor's own field, tells a
+finished trial of a since-changed task). Verification follows Harbor: the verifier
+runs on whatever the agent left, also after the agent ran out of time
+(``AgentTimeoutError``) or exhausted its memory (``AgentOutOfMemoryError``); both are
+recorded in ``exception_info`` and are the agent's failures (scored, counted).
+Infrastructure failures (the sandbox would not start, the model endpoint kept
+failing, a bug in a harness) are recorded in ``exception_info`` with ``failure_kind:
+infra`` and a ``policy_override`` marking the reward invalid, so the metrics (ours
+and Harbor's) keep them apart from wrong answers; whatever else the agent did wrong
+(running out of turns or tokens, malformed replies) is a reward of 0. An agent that
+breaks its own sandbox (exhausts its memory or process slots until the control shell
+dies) scores 0 without verification, with ``exception_info`` and ``failure_kind:
+agent``: an attempt, not infra.
 """
 
 from __future__ import annotations
@@ -41,6 +50,30 @@ from tmax.sandbox.base import NodeError, Sandbox, SandboxDied, SandboxError, Ver
 from tmax.tasks import read_task
 
 log = logging.getLogger("tmax.evaluate")
+
+HARBOR_POLICY = {
+    "agent": {"should_retry": False, "should_grade": True, "has_valid_reward": True},
+    "infra": {"should_retry": True, "should_grade": False, "has_valid_reward": False},
+}
+"""Harbor's ``ErrorPolicyOverride`` for each failure kind: how Harbor's own job
+statistics and retries should treat the exception (its table does not know ours)."""
+
+
+class AgentTimeoutError(TimeoutError):
+    """Harbor's name for an agent that ran past ``[agent] timeout_sec``."""
+
+
+class AgentOutOfMemoryError(MemoryError):
+    """A command of the agent was killed by the OOM killer at the task's memory limit
+    (Harbor has no agent-side name for it; its ``MemoryLimitExceededError`` is the
+    backend's failure)."""
+
+
+AGENT_EXCEPTIONS: dict[str, type[Exception]] = {
+    "agent_timeout": AgentTimeoutError,
+    "out_of_memory": AgentOutOfMemoryError,
+}
+"""Agent exit statuses Harbor records as an exception although the trial is verified."""
 
 SandboxFactory = Callable[[Path], Sandbox]
 """Makes a (not yet started) sandbox for a task directory."""
@@ -80,11 +113,13 @@ class _Phase:
 
 
 def _exception_info(error: BaseException, kind: str) -> dict[str, Any]:
+    """Harbor's ``ExceptionInfo``, plus our ``failure_kind`` (which Harbor ignores)."""
     return {
         "exception_type": type(error).__name__,
         "exception_message": str(error)[:4000],
         "exception_traceback": "".join(traceback.format_exception(error))[-8000:],
         "occurred_at": now_iso(),
+        "policy_override": HARBOR_POLICY[kind],
         "failure_kind": kind,
     }
 
@@ -111,15 +146,46 @@ def finished_result(trial_dir: Path, checksum: str) -> dict[str, Any] | None:
     return done if done.get("task_checksum") == checksum else None
 
 
+def trial_config(
+    spec: TrialSpec,
+    model: ChatModel,
+    settings: HarnessSettings,
+    trial_dir: Path,
+    sandbox: Sandbox | None = None,
+    job_id: str | None = None,
+) -> dict[str, Any]:
+    """The trial's ``config.json``, a Harbor ``TrialConfig``: a local task (``path``;
+    Harbor forbids ``name`` beside it) from the benchmark (``source``), the harness
+    and its budgets, and the sandbox backend once known (``environment.kwargs``)."""
+    environment: dict[str, Any] = {}
+    if sandbox is not None:
+        backend = type(sandbox)
+        environment = {
+            "import_path": f"{backend.__module__}:{backend.__qualname__}",
+            "kwargs": {"backend": sandbox.backend, "image": sandbox.image},
+        }
+    return {
+        "task": {"path": str(spec.task_dir), "source": spec.benchmark},
+        "trial_name": spec.trial_name,
+        "trials_dir": str(trial_dir.parent),
+        "agent": {"name": spec.harness, "model_name": model.name, "kwargs": asdict(settings)},
+        "environment": environment,
+        "job_id": job_id,
+    }
+
+
 def run_trial(
     spec: TrialSpec,
     model: ChatModel,
     settings: HarnessSettings,
     trial_dir: Path,
     sandbox_factory: SandboxFactory,
+    *,
+    job_id: str | None = None,
 ) -> dict[str, Any]:
     """Run one trial into ``trial_dir`` and return its result; a finished trial is
-    not run again (its stored result is returned) unless the task has changed since."""
+    not run again (its stored result is returned) unless the task has changed since.
+    ``job_id`` is the job folder's ``result.json`` id, when there is one."""
     checksum = task_checksum(spec.task_dir)
     done = finished_result(trial_dir, checksum)
     if done is not None:
@@ -128,12 +194,7 @@ def run_trial(
         shutil.rmtree(trial_dir)
     (trial_dir / "agent").mkdir(parents=True)
     (trial_dir / "verifier").mkdir()
-    config = {
-        "task": {"path": str(spec.task_dir), "name": spec.task_name},
-        "trial_name": spec.trial_name,
-        "agent": {"name": spec.harness, "model_name": model.name, "kwargs": asdict(settings)},
-        "tmax": {"model": spec.model, "benchmark": spec.benchmark, "run": spec.run},
-    }
+    config = trial_config(spec, model, settings, trial_dir, job_id=job_id)
     write_json(trial_dir / "config.json", config)
 
     timing: dict[str, Any] = {}
@@ -148,27 +209,43 @@ def run_trial(
         task = read_task(spec.task_dir)
         with _Phase(timing, "environment_setup"):
             sandbox = sandbox_factory(spec.task_dir)
+            config = trial_config(spec, model, settings, trial_dir, sandbox, job_id)
+            write_json(trial_dir / "config.json", config)
             sandbox.start()
         try:
+            timeout_sec = task.config.get("agent", "timeout_sec")
             with _Phase(timing, "agent_execution"):
                 agent_run = run_agent(
                     harness,
                     model,
                     sandbox,
                     task.instruction,
-                    timeout_sec=task.config.get("agent", "timeout_sec"),
+                    timeout_sec=timeout_sec,
+                    cut_model_calls=True,
                 )
-            if agent_run.exit_status == "out_of_memory":
-                verification = VerifyResult(0.0, {"reward": 0.0}, reason=agent_run.detail)
-            elif agent_run.exit_status == "sandbox_died":
+            if agent_run.exit_status == "sandbox_died":
                 # The agent cannot reach the control shell, so its sandbox dies of the
                 # agent only by exhaustion; without that evidence it is the host's.
                 reason = sandbox.agent_death(agent_run.detail)
                 verification = VerifyResult(0.0, {"reward": 0.0}, reason=reason)
                 exception = _exception_info(SandboxDied(reason), "agent")
             else:
+                if agent_run.exit_status in AGENT_EXCEPTIONS:
+                    # As Harbor: the exception is recorded and what the agent left is
+                    # verified all the same (verify ends the agent's processes first).
+                    error = AGENT_EXCEPTIONS[agent_run.exit_status](
+                        f"Agent execution ended: {agent_run.detail}"
+                    )
+                    exception = _exception_info(error, "agent")
                 with _Phase(timing, "verifier"):
-                    verification = sandbox.verify(spec.task_dir / "tests")
+                    try:
+                        verification = sandbox.verify(spec.task_dir / "tests")
+                    except SandboxDied as error:
+                        # e.g. still out of memory after the agent: the agent's doing
+                        # when it exhausted the sandbox, else raised again as infra
+                        reason = sandbox.agent_death(f"verifier: {error}")
+                        verification = VerifyResult(0.0, {"reward": 0.0}, reason=reason)
+                        exception = exception or _exception_info(SandboxDied(reason), "agent")
         finally:
             sandbox.close()
     except NodeError:
@@ -206,6 +283,7 @@ def run_trial(
             "model_time_sec": usage.model_time_sec if usage else None,
             "verifier_reason": verification.reason if verification else None,
             "sandbox_degraded": list(sandbox.degraded) if sandbox is not None else [],
+            "sandbox_network": sandbox.network if sandbox is not None else None,
         }
     }
     result = {
@@ -213,12 +291,13 @@ def run_trial(
         "task_name": spec.task_name,
         "trial_name": spec.trial_name,
         "trial_uri": trial_dir.resolve().as_uri(),
+        "task_id": {"path": str(spec.task_dir)},
         "source": spec.benchmark,
         "task_checksum": checksum,
         "config": config,
         "agent_info": {
             "name": spec.harness,
-            "version": harness.version if harness else None,
+            "version": harness.version if harness else "unknown",
             "model_info": {"name": model.name, "provider": "openai-compatible"},
         },
         "agent_result": {
@@ -234,6 +313,8 @@ def run_trial(
             if verification is not None
             else None
         ),
+        # The tests run in the agent's sandbox, in namespaces of their own.
+        "verifier_environment_mode": "shared" if verification is not None else None,
         "exception_info": exception,
         "started_at": started_at,
         "finished_at": now_iso(),

@@ -19,9 +19,10 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, ClassVar
@@ -57,11 +58,17 @@ class HarnessSettings:
     observation_chars: int = 10_000
     """Observations longer than this keep their first and last half."""
     max_turns: int | None = None
-    """Model calls allowed (default: a few more than the tool calls, for corrections)."""
+    """A cap on model calls below each harness's own rule (:attr:`Harness.turn_limit`;
+    None: no cap but the harness's)."""
+    prompts: str = "own"
+    """``own`` (our templates) or ``upstream`` (the upstream agent's, read from its
+    installed package at run time: tmax.harness.upstream)."""
 
     @property
     def turn_limit(self) -> int:
-        return self.max_turns or self.max_tool_calls + min(self.max_format_errors, 16)
+        """Model calls for a budget of tool calls: a few more, for corrections."""
+        own = self.max_tool_calls + min(self.max_format_errors, 16)
+        return own if self.max_turns is None else min(own, self.max_turns)
 
 
 @dataclass
@@ -73,6 +80,12 @@ class Action:
     tool_calls: int = 0
     """Sandbox actions taken (counted against ``max_tool_calls``)."""
     format_error: bool = False
+    drop_reply: bool = False
+    """Leave the assistant turn out of the conversation (mini-swe-agent forgets a
+    reply it could not parse)."""
+    reply: Message | None = None
+    """The assistant turn as it goes back into the conversation, when not as sent
+    (tmax strips the tool calls of a reply it could not use)."""
     done: bool = False
     exit_status: str | None = None
     """Why the episode ends, when ``done``: submitted, finished, gave_up, ..."""
@@ -90,9 +103,19 @@ class AgentRun:
     turns: int = 0
     tool_calls: int = 0
     format_errors: int = 0
+    compactions: int = 0
+    """Times the harness shortened the conversation to go on (Harness.compact)."""
     agent_time_sec: float = 0.0
     sandbox_time_sec: float = 0.0
     detail: str | None = None
+    completions: list[Completion] = field(default_factory=list)
+
+
+@dataclass
+class Compaction:
+    """A shorter conversation to continue from, and the model calls that made it."""
+
+    messages: list[Message]
     completions: list[Completion] = field(default_factory=list)
 
 
@@ -109,6 +132,54 @@ class Harness(ABC):
 
     name: ClassVar[str]
     version: ClassVar[str] = "1.0"
+    deadline: float | None = None
+    """``time.monotonic()`` at which the task's agent time runs out (set by run_agent)."""
+    budget_counts_turns: ClassVar[bool] = False
+    """Upstream's budget is steps, i.e. model calls: ``max_tool_calls`` then caps every
+    turn, format errors included, and no correction turns are added on top."""
+    format_errors_reset: ClassVar[bool] = False
+    """A well-formed reply resets the format-error count (the limit is on errors in a
+    row, as upstream counts them), instead of counting every error of the episode."""
+
+    @property
+    def turn_limit(self) -> int | None:
+        """Model calls allowed in one episode (None: no cap, the agent's time limit
+        ends it, as in Harbor's Terminus-2)."""
+        if not self.budget_counts_turns:
+            return self.settings.turn_limit
+        steps, cap = self.settings.max_tool_calls, self.settings.max_turns
+        return steps if cap is None else min(steps, cap)
+
+    @property
+    def format_error_limit(self) -> int | None:
+        """Format errors (in a row, with ``format_errors_reset``) that end the episode
+        (None: no cap)."""
+        return self.settings.max_format_errors
+
+    @property
+    def tool_call_limit(self) -> int | None:
+        """Tool calls that end the episode (None: tool calls are not budgeted)."""
+        return self.settings.max_tool_calls
+
+    def compact(
+        self,
+        messages: list[Message],
+        model: ChatModel,
+        sandbox: Sandbox,
+        trajectory: Trajectory,
+        *,
+        context_tokens: int,
+        overflow: bool,
+    ) -> Compaction | None:
+        """A shorter conversation to go on with when the context fills up.
+
+        Asked before every model call (``overflow`` False: the harness judges whether
+        it is time) and when the context is full (``overflow``: the last turn reached
+        ``max_total_tokens`` or the model refused the request as too long). None keeps
+        the conversation, and a full context then ends the episode (``token_budget`` or
+        ``context_length``), as in the paper's own harness.
+        """
+        return None
 
     def __init__(self, settings: HarnessSettings | None = None) -> None:
         self.settings = settings or HarnessSettings()
@@ -133,6 +204,14 @@ class Harness(ABC):
         An out-of-memory kill ends the episode (reward 0), as in the paper's RL
         environment.
         """
+        # A command may not outlive the agent's time: it is cut at the deadline.
+        cut_at_deadline = False
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise EpisodeOver("agent_timeout", "the agent's time ran out before a command")
+            if left < (sandbox.limits.command_timeout_sec if timeout is None else timeout):
+                timeout, cut_at_deadline = left, True
         started = time.monotonic()
         try:
             result = sandbox.run(command, timeout=timeout)
@@ -143,6 +222,8 @@ class Harness(ABC):
                 "out_of_memory",
                 f"a command was killed by the OOM killer (limit {sandbox.limits.memory_mb} MB)",
             )
+        if cut_at_deadline and result.timed_out:
+            raise EpisodeOver("agent_timeout", "the agent's time ran out during a command")
         return result
 
 
@@ -153,41 +234,76 @@ def run_agent(
     instruction: str,
     *,
     timeout_sec: float | None = None,
+    cut_model_calls: bool = False,
 ) -> AgentRun:
     """Play one episode of ``harness`` with ``model`` in a started ``sandbox``.
 
-    ``timeout_sec`` is the task's agent time limit (Harbor's ``[agent].timeout_sec``),
-    checked between turns: an agent that runs out of time has failed the task.
+    ``timeout_sec`` is the task's agent time limit (Harbor's ``[agent].timeout_sec``):
+    an agent that runs out of time has failed the task (``agent_timeout``). It holds
+    within a turn too: a command is cut at the deadline (:meth:`Harness.run`) and, with
+    ``cut_model_calls``, so is a model call still running then (it is abandoned: its
+    thread finishes in the background and its answer is dropped). That suits a client
+    whose late answer changes nothing (an HTTP endpoint), not a model that records the
+    episode as it goes (the RL rollout's), so it is off by default.
     """
     settings = harness.settings
     trajectory = Trajectory(harness.name, harness.version, model.name)
     usage = Usage()
     started = time.monotonic()
-    messages = harness.start(instruction, sandbox, trajectory)
+    deadline = None if timeout_sec is None else started + timeout_sec
+    harness.deadline = deadline
     run = AgentRun("max_turns", trajectory, usage)
     context_tokens = 0  # prompt + answer of the latest turn: the trajectory's length
     # Keystroke harnesses leave programs running between turns, so an OOM kill can
     # happen outside any command the harness ran: check the sandbox's count each turn.
     oom_baseline = sandbox.oom_kills()
+    error_count = 0  # format errors so far, or in a row (Harness.format_errors_reset)
+    turn_limit = harness.turn_limit
+    if turn_limit is None and timeout_sec is None:
+        turn_limit = settings.turn_limit  # an episode must end: without a time limit, a cap
+    messages: list[Message] = []
+    compacted = False  # since the last answer: compacting twice in a row would not help
+
+    def compact(overflow: bool) -> bool:
+        nonlocal messages, context_tokens, compacted
+        if compacted:
+            return False
+        compaction = harness.compact(
+            messages, model, sandbox, trajectory, context_tokens=context_tokens, overflow=overflow
+        )
+        if compaction is None:
+            return False
+        messages, context_tokens, compacted = compaction.messages, 0, True
+        run.compactions += 1
+        for completion in compaction.completions:
+            usage.add(completion)
+        return True
+
     try:
-        while run.turns < settings.turn_limit:
-            if timeout_sec is not None and time.monotonic() - started > timeout_sec:
-                run.exit_status = "agent_timeout"
-                break
+        messages = harness.start(instruction, sandbox, trajectory)
+        while turn_limit is None or run.turns < turn_limit:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise EpisodeOver("agent_timeout", "the agent's time ran out between turns")
+            compact(overflow=False)
             room = settings.max_total_tokens - context_tokens
             if room <= 0:
                 run.exit_status = "token_budget"
                 break
+            request = functools.partial(
+                model.complete,
+                messages,
+                tools=harness.tools,
+                max_tokens=min(settings.max_turn_tokens, room),
+                temperature=settings.temperature,
+            )
             try:
-                completion = model.complete(
-                    messages,
-                    tools=harness.tools,
-                    max_tokens=min(settings.max_turn_tokens, room),
-                    temperature=settings.temperature,
-                )
+                completion = _by_deadline(request, deadline if cut_model_calls else None)
             except ContextLengthExceeded as error:
+                if compact(overflow=True):
+                    continue
                 run.exit_status, run.detail = "context_length", str(error)[:500]
                 break
+            compacted = False
             run.turns += 1
             run.completions.append(completion)
             usage.add(completion)
@@ -195,6 +311,10 @@ def run_agent(
             trajectory.agent(completion)
             messages.append(completion.assistant_message(settings.interleaved_thinking))
             action = harness.act(completion, sandbox, trajectory)
+            if action.drop_reply:
+                messages.pop()
+            elif action.reply is not None:
+                messages[-1] = action.reply
             if oom_baseline is not None and (sandbox.oom_kills() or 0) > oom_baseline:
                 raise EpisodeOver(
                     "out_of_memory",
@@ -204,25 +324,65 @@ def run_agent(
             run.tool_calls += action.tool_calls
             if action.format_error:
                 run.format_errors += 1
+                error_count += 1
+            elif harness.format_errors_reset:
+                error_count = 0
             if action.done:
                 run.exit_status = action.exit_status or "finished"
                 break
-            if run.format_errors >= settings.max_format_errors:
+            format_error_limit = harness.format_error_limit
+            tool_call_limit = harness.tool_call_limit
+            if format_error_limit is not None and error_count >= format_error_limit:
                 run.exit_status = "format_errors"
                 break
-            if run.tool_calls >= settings.max_tool_calls:
+            if harness.budget_counts_turns and turn_limit is not None and run.turns >= turn_limit:
                 run.exit_status = "max_tool_calls"
                 break
-            if context_tokens >= settings.max_total_tokens:
+            if (
+                not harness.budget_counts_turns
+                and tool_call_limit is not None
+                and run.tool_calls >= tool_call_limit
+            ):
+                run.exit_status = "max_tool_calls"
+                break
+            if context_tokens >= settings.max_total_tokens and not compact(overflow=True):
                 run.exit_status = "token_budget"
                 break
     except EpisodeOver as over:
         run.exit_status, run.detail = over.exit_status, str(over)
     except SandboxDied as error:
         run.exit_status, run.detail = "sandbox_died", str(error)
+    finally:
+        harness.deadline = None
     run.agent_time_sec = time.monotonic() - started
     run.sandbox_time_sec = harness.sandbox_time_sec
+    if run.exit_status == "agent_timeout" and timeout_sec is not None:
+        run.detail = f"{run.detail} (limit {timeout_sec:g} s)"
     return run
+
+
+def _by_deadline(call: Callable[[], Completion], deadline: float | None) -> Completion:
+    """``call()``, or ``agent_timeout`` if it has not returned by ``deadline``: a
+    watchdog, as the ChatModel protocol has no per-request timeout."""
+    if deadline is None:
+        return call()
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome["completion"] = call()
+        except BaseException as error:  # handed to the episode's thread
+            outcome["error"] = error
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name="tmax-model-call", daemon=True).start()
+    if not finished.wait(max(0.0, deadline - time.monotonic())):
+        raise EpisodeOver("agent_timeout", "the agent's time ran out during a model call")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["completion"]
 
 
 # --- shared pieces ---------------------------------------------------------------------

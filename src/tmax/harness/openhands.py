@@ -1,11 +1,13 @@
 """OpenHands CodeAct (harness notes §3) with native tool calls, on our tmux terminal.
 
-A system prompt (``prompts/openhands/system.md``) and the task as the user message;
-three tools:
+Pinned to openhands-ai 1.6.0, the last release with the CodeAct agent that Harbor's
+``openhands`` agent runs (``python -m openhands.core.main``), with Harbor's settings
+(browsing off). A system prompt (``prompts/openhands/system.md``, ours) and the task as
+the user message; CodeAct's tools, in its order (codeact_agent.py ``_get_tools``):
 
-* ``execute_bash {command, is_input, timeout}`` types into one persistent bash shell in
-  tmux. The shell's prompt is a marker line, ``###TMAX-<token> <pid> <n> <status>
-  <cwd>###``, printed by ``PS1`` with a counter bumped by ``PROMPT_COMMAND``: a
+* ``execute_bash {command, is_input, timeout, security_risk}`` types into one persistent
+  bash shell in tmux. The shell's prompt is a marker line, ``###TMAX-<token> <pid> <n>
+  <status> <cwd>###``, printed by ``PS1`` with a counter bumped by ``PROMPT_COMMAND``: a
   command is finished when a marker other than the one it was typed at appears, and
   that marker carries its exit status and the new working directory. Markers never
   reach the model. The command text is written to a file and the shell sources it
@@ -19,25 +21,39 @@ three tools:
   ``command_timeout_sec``) and is then left running the same way. Observations end
   with ``[The command completed with exit code N.]`` and ``[Current working
   directory: DIR]`` and keep their first and last 15,000 characters past 30,000.
-* ``str_replace_editor {command, path, ...}``: view (``cat -n`` style, or a directory
-  two levels deep without hidden entries), create (never over an existing path),
-  str_replace (``old_str`` must occur exactly once), insert (after line
+* ``think {thought}`` runs nothing; the answer only acknowledges the thought.
+* ``finish {message}`` ends the episode (``finished``).
+* ``task_tracker {command: view|plan, task_list}`` keeps a to-do list in the harness,
+  outside the sandbox: ``plan`` replaces it, ``view`` shows it.
+* ``str_replace_editor {command, path, ..., security_risk}``: view (``cat -n`` style,
+  or a directory two levels deep without hidden entries), create (never over an
+  existing path), str_replace (``old_str`` must occur exactly once), insert (after line
   ``insert_line``), undo_edit (the file's previous content, kept here on the host per
   path). The harness reads and writes files with small scripts of toolbox binaries
   (``base64``, ``find``) and does the text edits itself, in Python; problems come back
-  as the tool result, never as exceptions.
-* ``finish {message}`` ends the episode (``finished``).
+  as the tool result, never as exceptions. Arguments the tool does not have are an
+  error, as upstream.
+
+``security_risk`` is required by the schemas, as upstream, but a missing or unknown
+rating is accepted and no rating is acted on (no security analyser runs headless).
+``execute_ipython_cell`` (CodeAct's Jupyter tool, on by default) is not offered.
 
 Several calls in one reply run in order, as OpenHands runs the actions of one answer;
 each gets its own result, and calls after ``finish`` (or past the tool-call budget)
-are answered without running. A reply without any call is told to use a tool or call
-``finish``, and counts as a format error, as do calls with unreadable arguments.
+are answered without running. Every call, ``think`` and ``task_tracker`` included,
+counts against ``max_tool_calls``, as each is one of upstream's iterations. A reply
+without any call is told to use a tool or call ``finish``, and counts as a format
+error, as do calls with unreadable arguments.
+
+The history is condensed as upstream's default condenser does (``compact``): past 100
+events, or when the context is full, older turns are replaced by the model's summary.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import posixpath
 import re
 import shlex
@@ -49,6 +65,7 @@ from typing import Any
 
 from tmax.harness.base import (
     Action,
+    Compaction,
     Harness,
     HarnessSettings,
     load_prompt,
@@ -64,8 +81,17 @@ from tmax.harness.terminal import (
     restart_or_end,
 )
 from tmax.harness.trajectory import Trajectory
-from tmax.models.client import Completion, Message, ToolCall
+from tmax.models.client import (
+    ChatModel,
+    Completion,
+    ContextLengthExceeded,
+    Message,
+    ModelError,
+    ToolCall,
+)
 from tmax.sandbox.base import ExecResult, Sandbox
+
+log = logging.getLogger("tmax.harness.openhands")
 
 SOFT_TIMEOUT_SEC = 10.0
 SETTLE_SEC = 0.005
@@ -101,79 +127,129 @@ def _function(
     }
 
 
-TOOLS: list[dict[str, Any]] = [
-    _function(
-        "execute_bash",
-        "Run a bash command in a persistent shell: the working directory, environment "
-        "variables and background jobs carry over between calls. Chain several commands "
-        "with && or ;. A command that prints nothing new for a while is left running and "
-        "returns exit code -1 with its output so far; then send an empty command to "
-        "wait for more, or set is_input to 'true' to send text or keys (C-c, C-d, C-z) "
-        "to the running process. Long outputs are shortened in the middle.",
-        {
-            "command": {
-                "type": "string",
-                "description": "The command to run. Empty: wait for more output of the "
-                "running command. With is_input 'true': text (sent with Enter) or a key "
-                "such as C-c, for the running process.",
-            },
-            "is_input": {
-                "type": "string",
-                "enum": ["true", "false"],
-                "description": "'true' to send the command as input to the running "
-                "process instead of running it. Default 'false'.",
-            },
-            "timeout": {
-                "type": "number",
-                "description": "Optional: seconds to wait for the command to finish before "
-                "returning (it keeps running). Without it, the command returns once it has "
-                "printed nothing new for a few seconds.",
+SECURITY_RISKS = ("LOW", "MEDIUM", "HIGH")
+SECURITY_RISK = {
+    "type": "string",
+    "enum": list(SECURITY_RISKS),
+    "description": "Your own rating of how risky this action is: LOW (reads or "
+    "harmless changes), MEDIUM (changes to files or the system that can be undone), HIGH "
+    "(destructive or hard to undo). Recorded only; nothing asks for confirmation.",
+}
+"""Upstream's required rating of each sandbox action (CodeAct's security analyser, off
+by default): accepted, and never acted on, as a headless run does."""
+TASK_STATUSES = ("todo", "in_progress", "done")
+
+EXECUTE_BASH = _function(
+    "execute_bash",
+    "Run a bash command in a persistent shell: the working directory, environment "
+    "variables and background jobs carry over between calls. Chain several commands "
+    "with && or ;. A command that prints nothing new for a while is left running and "
+    "returns exit code -1 with its output so far; then send an empty command to "
+    "wait for more, or set is_input to 'true' to send text or keys (C-c, C-d, C-z) "
+    "to the running process. Long outputs are shortened in the middle.",
+    {
+        "command": {
+            "type": "string",
+            "description": "The command to run. Empty: wait for more output of the "
+            "running command. With is_input 'true': text (sent with Enter) or a key "
+            "such as C-c, for the running process.",
+        },
+        "is_input": {
+            "type": "string",
+            "enum": ["true", "false"],
+            "description": "'true' to send the command as input to the running "
+            "process instead of running it. Default 'false'.",
+        },
+        "timeout": {
+            "type": "number",
+            "description": "Optional: seconds to wait for the command to finish before "
+            "returning (it keeps running). Without it, the command returns once it has "
+            "printed nothing new for a few seconds.",
+        },
+        "security_risk": SECURITY_RISK,
+    },
+    ["command", "security_risk"],
+)
+THINK = _function(
+    "think",
+    "Write down your reasoning: to weigh options, plan the next steps or make sense of "
+    "what you have seen. Nothing is run and nothing changes; the thought is only kept "
+    "in the conversation.",
+    {"thought": {"type": "string", "description": "What you are thinking."}},
+    ["thought"],
+)
+FINISH = _function(
+    "finish",
+    "Finish: call this when the task is done and checked. Your work is graded as it "
+    "is then; nothing can be changed afterwards.",
+    {"message": {"type": "string", "description": "A short summary of what you did."}},
+    ["message"],
+)
+TASK_TRACKER = _function(
+    "task_tracker",
+    "Keep a to-do list for a task with several steps. `plan` replaces the whole list "
+    "with task_list (give every task, with its current status); `view` shows the list. "
+    "Mark a task in_progress when you start it and done as soon as it is finished. The "
+    "list is kept outside the environment and is not part of your work.",
+    {
+        "command": {"type": "string", "enum": ["view", "plan"]},
+        "task_list": {
+            "type": "array",
+            "description": "`plan`: every task, in order.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "A short unique name."},
+                    "title": {"type": "string", "description": "What is to be done."},
+                    "status": {"type": "string", "enum": list(TASK_STATUSES)},
+                    "notes": {"type": "string", "description": "Optional details."},
+                },
+                "required": ["title", "status", "id"],
+                "additionalProperties": False,
             },
         },
-        ["command"],
-    ),
-    _function(
-        "str_replace_editor",
-        "View, create and edit files. `view` shows a file with line numbers like `cat -n` "
-        "(optionally only view_range), or a directory two levels deep. `create` writes a "
-        "new file and refuses to overwrite one. `str_replace` replaces old_str, which must "
-        "match exactly one place in the file, whitespace included, with new_str. `insert` "
-        "puts new_str after line insert_line (0: at the top). `undo_edit` restores the "
-        "file as it was before your last edit of it.",
-        {
-            "command": {"type": "string", "enum": list(EDITOR_COMMANDS)},
-            "path": {"type": "string", "description": "Absolute path of a file or directory."},
-            "file_text": {"type": "string", "description": "`create`: the file's content."},
-            "old_str": {
-                "type": "string",
-                "description": "`str_replace`: the exact text to replace (unique in the file).",
-            },
-            "new_str": {
-                "type": "string",
-                "description": "`str_replace`: the replacement (empty: delete old_str). "
-                "`insert`: the text to insert.",
-            },
-            "insert_line": {
-                "type": "integer",
-                "description": "`insert`: the line after which new_str goes.",
-            },
-            "view_range": {
-                "type": "array",
-                "items": {"type": "integer"},
-                "description": "`view` of a file: [first, last] lines, 1-based; last -1 "
-                "means to the end.",
-            },
+    },
+    ["command"],
+)
+STR_REPLACE_EDITOR = _function(
+    "str_replace_editor",
+    "View, create and edit files. `view` shows a file with line numbers like `cat -n` "
+    "(optionally only view_range), or a directory two levels deep. `create` writes a "
+    "new file and refuses to overwrite one. `str_replace` replaces old_str, which must "
+    "match exactly one place in the file, whitespace included, with new_str. `insert` "
+    "puts new_str after line insert_line (0: at the top). `undo_edit` restores the "
+    "file as it was before your last edit of it.",
+    {
+        "command": {"type": "string", "enum": list(EDITOR_COMMANDS)},
+        "path": {"type": "string", "description": "Absolute path of a file or directory."},
+        "file_text": {"type": "string", "description": "`create`: the file's content."},
+        "old_str": {
+            "type": "string",
+            "description": "`str_replace`: the exact text to replace (unique in the file).",
         },
-        ["command", "path"],
-    ),
-    _function(
-        "finish",
-        "Finish: call this when the task is done and checked. Your work is graded as it "
-        "is then; nothing can be changed afterwards.",
-        {"message": {"type": "string", "description": "A short summary of what you did."}},
-        [],
-    ),
-]
+        "new_str": {
+            "type": "string",
+            "description": "`str_replace`: the replacement (empty: delete old_str). "
+            "`insert`: the text to insert.",
+        },
+        "insert_line": {
+            "type": "integer",
+            "description": "`insert`: the line after which new_str goes.",
+        },
+        "view_range": {
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "`view` of a file: [first, last] lines, 1-based; last -1 "
+            "means to the end.",
+        },
+        "security_risk": SECURITY_RISK,
+    },
+    ["command", "path", "security_risk"],
+)
+TOOLS: list[dict[str, Any]] = [EXECUTE_BASH, THINK, FINISH, TASK_TRACKER, STR_REPLACE_EDITOR]
+"""CodeAct's tools with Harbor's settings (openhands-ai 1.6.0, codeact_agent.py
+``_get_tools``: browsing off; in that order), less ``execute_ipython_cell``."""
+EDITOR_ARGUMENTS = frozenset(STR_REPLACE_EDITOR["function"]["parameters"]["properties"])
 
 
 class ToolArgumentError(ValueError):
@@ -725,6 +801,120 @@ class EditorProblem(Exception):
     """The call was well formed but cannot be done (the file is missing, ...)."""
 
 
+# --- the task tracker ---------------------------------------------------------------------
+
+
+class TaskTracker:
+    """``task_tracker``: a to-do list kept by the harness, outside the sandbox (upstream
+    keeps it in the session's directory, not the workspace). ``plan`` replaces the list,
+    ``view`` shows it."""
+
+    def __init__(self) -> None:
+        self.tasks: list[dict[str, str]] | None = None
+
+    def __call__(self, arguments: dict[str, Any]) -> str:
+        command = _text(arguments, "command", required=True)
+        if command == "view":
+            if self.tasks is None:
+                return load_prompt("openhands", "no_task_list.md").strip()
+            return self.render()
+        if command != "plan":
+            raise ToolArgumentError(f"unknown command {command!r}; use view or plan")
+        if "task_list" not in arguments:
+            raise ToolArgumentError("the plan command needs task_list")
+        raw = arguments["task_list"]
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                raise ToolArgumentError("task_list must be a list of tasks") from None
+        if not isinstance(raw, list):
+            raise ToolArgumentError("task_list must be a list of tasks")
+        tasks = []
+        for number, task in enumerate(raw, 1):
+            if not isinstance(task, dict):
+                raise ToolArgumentError(f"task {number} must be an object with id, title, status")
+            tasks.append(  # missing fields are filled in, as upstream does
+                {
+                    "id": str(task.get("id", f"task-{number}")),
+                    "title": str(task.get("title", "(untitled)")),
+                    "status": str(task.get("status", "todo")),
+                    "notes": str(task.get("notes", "")),
+                }
+            )
+        self.tasks = tasks
+        return f"The task list now has {len(tasks)} task(s):\n{self.render()}"
+
+    def render(self) -> str:
+        assert self.tasks is not None
+        marks = {"todo": "[ ]", "in_progress": "[~]", "done": "[x]"}
+        lines = []
+        for number, task in enumerate(self.tasks, 1):
+            mark = marks.get(task["status"], "[ ]")
+            lines.append(f"{number}. {mark} {task['title']} ({task['id']}, {task['status']})")
+            if task["notes"]:
+                lines.append(f"   {task['notes']}")
+        return "\n".join(lines) if lines else "(the task list is empty)"
+
+
+# --- the condenser ------------------------------------------------------------------------
+
+CONDENSER_MAX_EVENTS = 100
+"""Events in the history past which the condenser summarises (openhands-ai 1.6.0
+``LLMSummarizingCondenserConfig.max_size``)."""
+CONDENSER_KEEP_FIRST = 1
+"""Events at the start that are always kept (``keep_first``: the system message)."""
+CONDENSER_EVENT_CHARS = 10_000
+"""Each forgotten event is cut to this many characters for the summary request
+(``max_event_length``)."""
+
+
+def turn_events(turn: list[Message]) -> int:
+    """How many events of OpenHands' history one turn makes: an action and an
+    observation per tool call (a reply without a call: a message and the answer)."""
+    calls = len(turn[0].get("tool_calls") or []) if turn and turn[0]["role"] == "assistant" else 0
+    return 2 * max(calls, 1)
+
+
+def split_turns(
+    messages: list[Message],
+) -> tuple[list[Message], str | None, list[list[Message]]]:
+    """The head (the system prompt and the task), an earlier summary if there is one,
+    and the turns: each an assistant message and the results or notes that follow."""
+    head, rest = messages[:2], messages[2:]
+    summary = None
+    if rest and rest[0]["role"] == "user":
+        summary, rest = str(rest[0]["content"]), rest[1:]
+    turns: list[list[Message]] = []
+    for message in rest:
+        if message["role"] == "assistant" or not turns:
+            turns.append([message])
+        else:
+            turns[-1].append(message)
+    return head, summary, turns
+
+
+def event_text(turn: list[Message]) -> list[str]:
+    """A turn as the condenser shows it to the model: one entry per event."""
+    entries = []
+    for message in turn:
+        content = str(message.get("content") or "")
+        if message["role"] == "assistant":
+            calls = message.get("tool_calls") or []
+            entries.append(
+                "\n".join(
+                    [f"The agent: {content}".rstrip()]
+                    + [
+                        f"Tool call {c['function']['name']}: {c['function']['arguments']}"
+                        for c in calls
+                    ]
+                )
+            )
+        else:
+            entries.append(f"Result: {content}")
+    return [truncate_middle(entry, CONDENSER_EVENT_CHARS) for entry in entries]
+
+
 # --- the harness --------------------------------------------------------------------------
 
 
@@ -739,6 +929,7 @@ class OpenHandsHarness(Harness):
         soft_timeout_sec: float = SOFT_TIMEOUT_SEC,
         width: int = 160,
         height: int = 40,
+        condenser: bool = True,
     ) -> None:
         super().__init__(settings)
         self.width, self.height = width, height
@@ -746,6 +937,10 @@ class OpenHandsHarness(Harness):
         self.shell = BashSession(self.terminal, self.run, soft_timeout_sec)
         self.editor: FileEditor | None = None
         self.tool_calls_used = 0
+        self.tasks = TaskTracker()
+        self.condenser = condenser
+        """Summarise forgotten turns as OpenHands' default condenser does (on unless
+        turned off; see ``compact``)."""
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -788,6 +983,65 @@ class OpenHandsHarness(Harness):
             action.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         return action
 
+    def compact(
+        self,
+        messages: list[Message],
+        model: ChatModel,
+        sandbox: Sandbox,
+        trajectory: Trajectory,
+        *,
+        context_tokens: int,
+        overflow: bool,
+    ) -> Compaction | None:
+        """OpenHands' default condenser (openhands-ai 1.6.0, ``LLMSummarizingCondenser``
+        as ``core/config/utils.py`` sets it when no condenser is configured): once the
+        history holds more than 100 events, or the context is full (upstream's
+        condensation request), the model summarises the turns between the first
+        messages and the latest 48 events, and the conversation goes on from the system
+        prompt, the task, the summary and those latest turns."""
+        if not self.condenser:
+            return None
+        head, summary, turns = split_turns(messages)
+        events = len(head) + (summary is not None) + sum(turn_events(t) for t in turns)
+        if not overflow and events <= CONDENSER_MAX_EVENTS:
+            return None
+        room = CONDENSER_MAX_EVENTS // 2 - CONDENSER_KEEP_FIRST - 1
+        tail: list[list[Message]] = []
+        for turn in reversed(turns):
+            if sum(turn_events(t) for t in tail) + turn_events(turn) > room:
+                break
+            tail.insert(0, turn)
+        forgotten = turns[: len(turns) - len(tail)]
+        if not forgotten:
+            return None
+        request = render(
+            load_prompt("openhands", "condense.md"),
+            previous_summary=summary or "(none)",
+            events="\n\n".join(
+                f"<event>\n{entry}\n</event>" for turn in forgotten for entry in event_text(turn)
+            ),
+        ).strip()
+        try:
+            completion = model.complete(
+                [{"role": "user", "content": request}],
+                tools=None,
+                max_tokens=self.settings.max_turn_tokens,
+                temperature=self.settings.temperature,
+            )
+        except (ContextLengthExceeded, ModelError) as error:
+            log.info("openhands: condensing the history failed: %s", error)
+            return None
+        note = render(load_prompt("openhands", "summary.md"), summary=completion.content).strip()
+        trajectory.system(
+            f"The history was condensed: {len(forgotten)} turns replaced by a summary."
+        )
+        trajectory.steps[-1]["extra"] = {
+            "context_management": {"type": "condensation", "overflow": overflow},
+            "summary": completion.content,
+        }
+        kept = [message for turn in tail for message in turn]
+        return Compaction([*head, {"role": "user", "content": note}, *kept], [completion])
+
     def _call(self, call: ToolCall) -> tuple[str, bool]:
         """Run one tool call: (result text, whether it finishes the episode)."""
         try:
@@ -798,7 +1052,17 @@ class OpenHandsHarness(Harness):
             return "(finished)", True
         if call.name == "execute_bash":
             return self._bash(arguments), False
+        if call.name == "think":  # nothing runs: the thought stays in the conversation
+            return load_prompt("openhands", "think.md").strip(), False
+        if call.name == "task_tracker":
+            return self.tasks(arguments), False
         if call.name == "str_replace_editor":
+            unknown = sorted(set(arguments) - EDITOR_ARGUMENTS)
+            if unknown:  # upstream refuses the call rather than ignore them
+                raise ToolArgumentError(
+                    f"unexpected arguments {', '.join(unknown)}; the editor takes "
+                    f"{', '.join(sorted(EDITOR_ARGUMENTS))}"
+                )
             assert self.editor is not None
             result = self.editor(arguments)
             return truncate_middle(result, OBSERVATION_CHARS, EDITOR_TRUNCATION_NOTE), False

@@ -15,33 +15,49 @@ last look, or ``Current Terminal Screen:`` and the visible screen when that cann
 told (tmax.harness.terminal), cut to its first and last 5,000 bytes past 10,000
 (``observation_chars`` of the settings, counted in bytes here).
 
-An answer without a usable JSON object gets an error message instead and nothing is
-typed (a format error); problems the harness can work around (a missing ``plan``, a
-duration out of range, text around the object) are sent back as warnings at the top
-of the next observation. The first ``task_complete: true`` is answered with the screen
-and a request to confirm; a second one in a row ends the episode (``submitted``), and
-any other answer in between withdraws it. Every keystroke batch is one tool call, recorded in
-the trajectory as ``bash_command`` (``mark_task_complete`` for completion), as in
-Harbor's trajectories.
+Answers are read by Harbor 0.26.0's rules (terminus_json_plain_parser.py): an answer
+whose first JSON object does not decode, lacks one of ``analysis``, ``plan``,
+``commands``, or has an unusable command gets an error message and nothing is typed
+(a format error), unless adding missing closing braces or taking a shallow object out
+of the surrounding text repairs it; lesser problems (text around the object, fields out
+of order, a missing ``duration``) are sent back as warnings at the top of the next
+observation. The first ``task_complete: true`` is answered with the terminal output and
+a request to confirm; a second one ends the episode (``submitted``). A usable answer
+without it withdraws the request; an unusable one does not (Harbor skips the turn before
+its completion logic). Every keystroke batch is recorded in the trajectory as a
+``bash_command`` call (``mark_task_complete`` for completion), as in Harbor's.
+
+As in Harbor, there is no turn cap unless ``max_turns`` is set, the tool-call budget
+and the format-error limit do not apply, and the agent's time limit ends the episode;
+when the conversation nears ``max_total_tokens`` (the context this harness is given)
+the model summarises its work and carries on from the summary (``compact``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tmax.harness.base import Action, Harness, HarnessSettings, load_prompt, render
+from tmax.harness.base import Action, Compaction, Harness, HarnessSettings, load_prompt, render
 from tmax.harness.terminal import TerminalError, TerminalOutput, TmuxTerminal, restart_or_end
 from tmax.harness.trajectory import Trajectory
-from tmax.models.client import Completion, Message
+from tmax.models.client import ChatModel, Completion, ContextLengthExceeded, Message, ModelError
 from tmax.sandbox.base import Sandbox
 
 DEFAULT_DURATION_SEC = 1.0
 MAX_DURATION_SEC = 60.0
-RESPONSE_FIELDS = ("analysis", "plan", "commands", "task_complete")
+log = logging.getLogger("tmax.harness.terminus2")
+SUMMARIZE_FREE_TOKENS = 8000
+"""Summarise when fewer tokens than this are left in the context (Harbor's
+``proactive_summarization_threshold``), or a quarter of it for contexts under 32k."""
+UNWIND_FREE_TOKENS = 4000
+"""When the context overflowed, drop the latest turns until this much is free first."""
+SCREEN_TAIL_CHARS = 1000
+"""How much of the screen the fallback handoffs carry (Harbor's last 1,000 characters)."""
 
 
 @dataclass(frozen=True)
@@ -62,135 +78,188 @@ class ParsedResponse:
     errors: list[str] = field(default_factory=list)
 
 
-_FENCE = re.compile(r"```[A-Za-z]*")
+REQUIRED_FIELDS = ("analysis", "plan", "commands")
+COMMAND_FIELDS = ("keystrokes", "duration")
+_EMBEDDED_OBJECT = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", re.DOTALL)
+"""A JSON object with at most one level of nested objects (Harbor's mixed-content fix)."""
 
 
-def find_json_object(text: str) -> tuple[dict[str, Any] | None, str, str, str | None]:
-    """The answer's JSON object: (object, text before it, text after it, error).
-
-    The object is the first ``{`` from which a whole JSON object with at least one of
-    the answer's fields decodes, so braces in prose before it and the objects nested
-    in it are passed over. Raw control characters (a literal newline inside a string)
-    are tolerated, as models write them.
-    """
-    decoder = json.JSONDecoder(strict=False)
-    first_error: json.JSONDecodeError | None = None
-    for match in re.finditer(r"\{", text):
-        try:
-            value, end = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError as error:
-            first_error = first_error or error
+def first_object(text: str) -> tuple[str, str, str]:
+    """The first balanced ``{...}`` of ``text`` (braces inside strings do not count), and
+    the text before and after it; ("", "", "") when there is none. As in Harbor, this is
+    the answer even when it turns out not to be JSON."""
+    depth, start, in_string, escaped = 0, -1, False, False
+    for index, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            in_string = not in_string
+        elif in_string:
             continue
-        if isinstance(value, dict) and any(key in value for key in RESPONSE_FIELDS):
-            return value, text[: match.start()], text[end:], None
-    if first_error is not None:
-        return None, "", "", f"the response is not valid JSON ({first_error})"
-    if "{" in text:
-        return None, "", "", "no JSON object with the fields analysis, plan, commands was found"
-    return None, "", "", "no JSON object was found in the response"
+        elif char == "{":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                return text[start : index + 1], text[:start], text[index + 1 :]
+    return "", "", ""
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def parse_commands(raw: Any, parsed: ParsedResponse) -> None:
-    """Read the ``commands`` list into ``parsed`` (errors and warnings included)."""
-    if not isinstance(raw, list):
-        parsed.errors.append(f"'commands' must be a list, not {type(raw).__name__}")
-        return
+def parse_commands(raw: list[Any], parsed: ParsedResponse) -> str | None:
+    """Read the ``commands`` list into ``parsed``; the first unusable command is an
+    error (returned), a wrong or missing ``duration`` only a warning (1 s is used)."""
+    commands: list[KeystrokeCommand] = []
     for number, item in enumerate(raw, 1):
         if not isinstance(item, dict):
-            parsed.errors.append(f"command {number} must be an object with 'keystrokes'")
-            continue
-        keystrokes = item.get("keystrokes")
+            return f"command {number} must be an object with 'keystrokes' and 'duration'"
+        if "keystrokes" not in item:
+            return f"command {number}: 'keystrokes' is missing"
+        keystrokes = item["keystrokes"]
         if not isinstance(keystrokes, str):
-            problem = "is missing" if keystrokes is None else "must be a string"
-            parsed.errors.append(f"command {number}: 'keystrokes' {problem}")
-            continue
-        duration = DEFAULT_DURATION_SEC
+            return f"command {number}: 'keystrokes' must be a string"
+        duration = item.get("duration")
         if "duration" not in item:
             parsed.warnings.append(
                 f"command {number} has no 'duration'; waited {DEFAULT_DURATION_SEC:g} s"
             )
-        else:
-            value = _number(item["duration"])
-            if value is None:
-                parsed.warnings.append(
-                    f"command {number}: 'duration' is not a number; "
-                    f"waited {DEFAULT_DURATION_SEC:g} s"
-                )
-            elif isinstance(item["duration"], str):
-                parsed.warnings.append(f"command {number}: 'duration' should be a number")
-                duration = value
-            else:
-                duration = value
-        if duration < 0:
-            parsed.warnings.append(f"command {number}: negative 'duration'; did not wait")
-            duration = 0.0
-        elif duration > MAX_DURATION_SEC:
+            duration = DEFAULT_DURATION_SEC
+        elif not isinstance(duration, int | float):  # a numeric string too, as in Harbor
             parsed.warnings.append(
-                f"command {number}: 'duration' {duration:g} s is over the "
-                f"{MAX_DURATION_SEC:g} s cap; waited {MAX_DURATION_SEC:g} s"
+                f"command {number}: 'duration' is not a number; waited {DEFAULT_DURATION_SEC:g} s"
             )
-            duration = MAX_DURATION_SEC
-        parsed.commands.append(KeystrokeCommand(keystrokes, duration))
-    for number, command in enumerate(parsed.commands[:-1], 1):
-        if command.keystrokes and not command.keystrokes.endswith("\n"):
+            duration = DEFAULT_DURATION_SEC
+        unknown = sorted(set(item) - set(COMMAND_FIELDS))
+        if unknown:
+            parsed.warnings.append(f"command {number} has unknown fields: {', '.join(unknown)}")
+        if number < len(raw) and keystrokes and not keystrokes.endswith("\n"):
             parsed.warnings.append(
                 f"command {number} does not end with a newline, so the next command was "
                 "typed on the same line"
             )
+        # Harbor caps the wait at 60 s without a word; a negative one is no wait.
+        commands.append(
+            KeystrokeCommand(keystrokes, min(max(float(duration), 0.0), MAX_DURATION_SEC))
+        )
+    parsed.commands = commands
+    return None
+
+
+def _read(text: str) -> ParsedResponse:
+    """One attempt at reading an answer, with Harbor's rules for what is an error
+    (nothing is typed) and what only a warning."""
+    parsed = ParsedResponse()
+    body, before, after = first_object(text)
+    if before.strip():
+        parsed.warnings.append("there was text before the JSON object")
+    if after.strip():
+        parsed.warnings.append("there was text after the JSON object")
+    if not body:
+        parsed.errors.append("no JSON object was found in the response")
+        return parsed
+    try:
+        value = json.loads(body)  # strict: a raw newline inside a string is an error
+    except json.JSONDecodeError as error:
+        parsed.errors.append(f"the JSON object is not valid JSON ({error})")
+        return parsed
+    if not isinstance(value, dict):
+        parsed.errors.append("the answer must be a JSON object")
+        return parsed
+    missing = [name for name in REQUIRED_FIELDS if name not in value]
+    if missing:
+        parsed.errors.append(f"required fields are missing: {', '.join(missing)}")
+        return parsed
+    for name in ("analysis", "plan"):
+        if not isinstance(value[name], str):
+            parsed.warnings.append(f"the field '{name}' should be a string")
+        setattr(parsed, name, value[name] if isinstance(value[name], str) else str(value[name]))
+    if not isinstance(value["commands"], list):
+        parsed.errors.append("'commands' must be a list")
+        return parsed
+    order = sorted(REQUIRED_FIELDS, key=lambda name: body.find(f'"{name}"'))
+    if order != list(REQUIRED_FIELDS):
+        parsed.warnings.append(
+            f"the fields are in the order {', '.join(order)}; write analysis, plan, commands"
+        )
+    complete = value.get("task_complete", False)
+    if complete is not None and not isinstance(complete, bool | str):
+        parsed.warnings.append("'task_complete' should be true or false")
+    if isinstance(complete, str):
+        complete = complete.strip().lower() in ("true", "1", "yes")
+    parsed.task_complete = bool(complete)
+    error = parse_commands(value["commands"], parsed)
+    if error is not None:
+        if parsed.task_complete:  # completing: nothing is typed, and that is fine
+            parsed.warnings.append(error)
+            parsed.commands = []
+        else:
+            parsed.errors.append(error)
+    return parsed
+
+
+def _close_braces(text: str, error: str) -> str | None:
+    """A cut-off answer with its missing closing braces added."""
+    if not error.startswith(("the JSON object is not valid", "no JSON object")):
+        return None
+    missing = text.count("{") - text.count("}")
+    return text + "}" * missing if missing > 0 else None
+
+
+def _embedded_object(text: str, error: str) -> str | None:
+    """The first shallow JSON object in the text that decodes."""
+    for match in _EMBEDDED_OBJECT.finditer(text):
+        try:
+            json.loads(match.group())
+        except json.JSONDecodeError:
+            continue
+        return match.group()
+    return None
+
+
+_AUTO_FIXES = (
+    ("closing braces were added to the JSON object", _close_braces),
+    ("the JSON object was taken out of the surrounding text", _embedded_object),
+)
 
 
 def parse_response(text: str) -> ParsedResponse:
-    """Read one Terminus-2 answer: the JSON object in it, checked field by field."""
-    parsed = ParsedResponse()
-    if not text.strip():
-        parsed.errors.append("the response is empty")
+    """Read one Terminus-2 answer as Harbor does (terminus_json_plain_parser.py): an
+    unusable answer is first repaired, if one of Harbor's two fixes makes it usable,
+    with a warning that says so."""
+    parsed = _read(text)
+    if not parsed.errors:
         return parsed
-    value, before, after, error = find_json_object(text)
-    if value is None:
-        parsed.errors.append(error or "no JSON object was found")
-        return parsed
-    if _FENCE.sub("", before).strip():
-        parsed.warnings.append("there was text before the JSON object")
-    if _FENCE.sub("", after).strip():
-        parsed.warnings.append("there was text after the JSON object")
-    for name in ("analysis", "plan"):
-        if name not in value:
-            parsed.warnings.append(f"the field '{name}' is missing")
-        elif not isinstance(value[name], str):
-            parsed.warnings.append(f"the field '{name}' should be a string")
-            setattr(parsed, name, json.dumps(value[name]))
-        else:
-            setattr(parsed, name, value[name])
-    complete = value.get("task_complete", False)
-    if isinstance(complete, str) and complete.strip().lower() in ("true", "false"):
-        parsed.warnings.append("'task_complete' should be true or false, not a string")
-        complete = complete.strip().lower() == "true"
-    elif not isinstance(complete, bool):
-        parsed.warnings.append("'task_complete' should be true or false; read as false")
-        complete = False
-    parsed.task_complete = complete
-    if "commands" in value:
-        parse_commands(value["commands"], parsed)
-    elif not complete:
-        parsed.errors.append("the field 'commands' is missing")
+    for name, fix in _AUTO_FIXES:
+        fixed = fix(text, parsed.errors[0])
+        if fixed is None:
+            continue
+        repaired = _read(fixed)
+        if not repaired.errors:
+            repaired.warnings.insert(0, f"auto-corrected: {name}; please answer correctly")
+            return repaired
     return parsed
 
 
 def bullet_list(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
+
+
+def unwind(history: list[Message], context_tokens: int, target_tokens: int) -> list[Message]:
+    """``history`` less its latest turns (an answer and the message before it) until
+    it fits ``target_tokens``, by the characters-per-token of the latest turn; the first
+    message always stays (Harbor's ``_unwind_messages_to_free_tokens``)."""
+
+    def chars(messages: list[Message]) -> int:
+        return sum(len(str(m.get("content") or "")) for m in messages)
+
+    tokens_per_char = context_tokens / max(chars(history), 1) if context_tokens else 0.25
+    kept = list(history)
+    while len(kept) > 2 and chars(kept) * tokens_per_char > target_tokens:
+        kept = kept[:-2]
+    return kept
 
 
 class Terminus2Harness(Harness):
@@ -203,11 +272,30 @@ class Terminus2Harness(Harness):
         *,
         width: int = 160,
         height: int = 40,
+        summarize: bool = True,
     ) -> None:
         super().__init__(settings)
         self.width, self.height = width, height
+        self.summarize = summarize
+        """Summarise the conversation when the context fills up (Harbor's
+        ``enable_summarize``, on by default)."""
         self.terminal = TmuxTerminal(self.run)
         self.pending_completion = False
+        self.instruction = ""
+
+    # Harbor's Terminus-2 has no turn cap unless ``max_turns`` is given, no tool-call
+    # budget and no limit on unusable answers: the agent's time limit ends an episode.
+    @property
+    def turn_limit(self) -> int | None:
+        return self.settings.max_turns
+
+    @property
+    def tool_call_limit(self) -> int | None:
+        return None
+
+    @property
+    def format_error_limit(self) -> int | None:
+        return None
 
     @property
     def output_limit_bytes(self) -> int:
@@ -215,12 +303,14 @@ class Terminus2Harness(Harness):
         return self.settings.observation_chars
 
     def start(self, instruction: str, sandbox: Sandbox, trajectory: Trajectory) -> list[Message]:
+        self.instruction = instruction.strip()
+        self.pending_completion = False
         screen = self.terminal.start(
             sandbox, width=self.width, height=self.height, session="terminus-2"
         )
         prompt = render(
             load_prompt("terminus-2", "prompt.md"),
-            instruction=instruction.strip(),
+            instruction=self.instruction,
             terminal_state=screen,
             width=self.width,
             height=self.height,
@@ -231,7 +321,8 @@ class Terminus2Harness(Harness):
     def act(self, completion: Completion, sandbox: Sandbox, trajectory: Trajectory) -> Action:
         parsed = parse_response(completion.content)
         if parsed.errors:
-            self.pending_completion = False
+            # Nothing is typed, and a pending completion stays pending: in Harbor an
+            # unusable answer skips the turn before the completion logic.
             message = render(
                 load_prompt("terminus-2", "format_error.md"),
                 errors=bullet_list(parsed.errors + parsed.warnings),
@@ -246,11 +337,9 @@ class Terminus2Harness(Harness):
             return Action(tool_calls=calls, done=True, exit_status="submitted")
         if parsed.task_complete:
             self.pending_completion = True
-            try:  # the whole screen, to judge the work by
-                shown = f"Current Terminal Screen:\n{self.terminal.capture()}"
-            except TerminalError:
-                shown = terminal_output
-            observation = render(load_prompt("terminus-2", "confirm.md"), terminal_output=shown)
+            observation = render(
+                load_prompt("terminus-2", "confirm.md"), terminal_output=terminal_output
+            )
         else:
             self.pending_completion = False
             observation = terminal_output
@@ -263,6 +352,125 @@ class Terminus2Harness(Harness):
         observation = observation.strip()
         trajectory.observe(observation)
         return Action(messages=[{"role": "user", "content": observation}], tool_calls=calls)
+
+    # --- summarising when the context fills up ------------------------------------------
+
+    def compact(
+        self,
+        messages: list[Message],
+        model: ChatModel,
+        sandbox: Sandbox,
+        trajectory: Trajectory,
+        *,
+        context_tokens: int,
+        overflow: bool,
+    ) -> Compaction | None:
+        """Hand the work over to a fresh conversation, as Harbor's Terminus-2 does
+        (terminus_2.py ``_summarize``): the model summarises its work, a fresh copy of
+        it reads the summary and the screen and asks questions, the model answers them
+        with the whole history in view, and the episode goes on from the questions and
+        answers. Before the context is full this is tried once it has fewer than
+        ``SUMMARIZE_FREE_TOKENS`` free (a failure leaves the conversation as it was);
+        after an overflow the latest turns are dropped first, and if summarising fails
+        a shorter handoff is used. The latest observation is not carried over; the
+        screen is."""
+        if not self.summarize or len(messages) < 3:
+            return None
+        limit = self.settings.max_total_tokens
+        free = limit - context_tokens
+        if not overflow and (context_tokens == 0 or free >= min(SUMMARIZE_FREE_TOKENS, limit // 4)):
+            return None
+        # The conversation as the model last saw it, without the observation pending.
+        history = messages[:-1] if messages[-1]["role"] == "user" else list(messages)
+        if overflow:
+            history = unwind(history, context_tokens, limit - UNWIND_FREE_TOKENS)
+        calls: list[Completion] = []
+        try:
+            continued = self._hand_over(history, model, calls)
+        except (ContextLengthExceeded, ModelError) as error:
+            log.info("terminus-2: summarising the context failed: %s", error)
+            if not overflow:
+                return None
+            continued = [*history, {"role": "user", "content": self._short_handoff(model, calls)}]
+        trajectory.system(
+            f"The context was summarised ({len(calls)} model calls) and the work handed over."
+        )
+        trajectory.steps[-1]["extra"] = {
+            "context_management": {"type": "compaction", "overflow": overflow},
+            "summary_calls": [call.content for call in calls],
+        }
+        trajectory.user(str(continued[-1]["content"]))
+        return Compaction(continued, calls)
+
+    def _ask(self, model: ChatModel, messages: list[Message], calls: list[Completion]) -> str:
+        completion = model.complete(
+            messages,
+            tools=None,
+            max_tokens=self.settings.max_turn_tokens,
+            temperature=self.settings.temperature,
+        )
+        calls.append(completion)
+        return completion.content
+
+    def _hand_over(
+        self, history: list[Message], model: ChatModel, calls: list[Completion]
+    ) -> list[Message]:
+        ask_summary = render(
+            load_prompt("terminus-2", "summary.md"), instruction=self.instruction
+        ).strip()
+        summary = self._ask(model, [*history, {"role": "user", "content": ask_summary}], calls)
+        ask_questions = render(
+            load_prompt("terminus-2", "questions.md"),
+            instruction=self.instruction,
+            summary=summary,
+            screen=self._screen(),
+        ).strip()
+        questions = self._ask(model, [{"role": "user", "content": ask_questions}], calls)
+        ask_answers = render(load_prompt("terminus-2", "answers.md"), questions=questions)
+        answers = self._ask(
+            model,
+            [
+                *history,
+                {"role": "user", "content": ask_summary},
+                {"role": "assistant", "content": summary},
+                {"role": "user", "content": ask_answers.strip()},
+            ],
+            calls,
+        )
+        handoff = render(load_prompt("terminus-2", "handoff.md"), answers=answers).strip()
+        return [
+            history[0],
+            {"role": "user", "content": ask_questions},
+            {"role": "assistant", "content": questions},
+            {"role": "user", "content": handoff},
+        ]
+
+    def _short_handoff(self, model: ChatModel, calls: list[Completion]) -> str:
+        """Harbor's fallbacks: a few sentences on the next steps, or just the task and
+        the screen."""
+        screen = self._screen()[-SCREEN_TAIL_CHARS:]
+        prompt = render(
+            load_prompt("terminus-2", "short_summary.md"),
+            instruction=self.instruction,
+            screen=screen,
+        ).strip()
+        try:
+            notes = self._ask(model, [{"role": "user", "content": prompt}], calls)
+        except (ContextLengthExceeded, ModelError):
+            return render(
+                load_prompt("terminus-2", "resume.md"), instruction=self.instruction, screen=screen
+            ).strip()
+        return render(
+            load_prompt("terminus-2", "resume_with_notes.md"),
+            instruction=self.instruction,
+            notes=notes,
+        ).strip()
+
+    def _screen(self) -> str:
+        try:
+            return self.terminal.capture()
+        except TerminalError as error:
+            return f"(the terminal could not be read: {error})"
 
     # --- the terminal -----------------------------------------------------------------
 

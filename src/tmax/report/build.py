@@ -23,9 +23,9 @@ paper-only cell marked "not run". How measurements map onto the paper's tables:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
+from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS_NOTES
 from tmax.report.ingest import VARIANTS, DatasetReport, Measurement
 from tmax.report.tables import NOT_RUN, Cell, PaperValues, Table, missing, ordered_union
 
@@ -41,8 +41,13 @@ GENERATED_ROW_BESIDE_RELEASE = "tmax-generated"
 NOT_CHECKED = "not checked"
 
 
+NO_COMPLETED_TRIAL = "no completed trial"
+
+
 def pass1_cell(measurement: Measurement) -> Cell:
-    """pass@1 mean ± std over runs, infrastructure errors counted as failures."""
+    """pass@1 mean ± std over runs, under the measurement's statistics convention."""
+    if measurement.pass_at_1 is None:
+        return missing(NO_COMPLETED_TRIAL)
     return Cell(
         value=measurement.pass_at_1,
         std=measurement.pass_at_1_std,
@@ -77,13 +82,24 @@ def _grid(
     column_of: Callable[[Measurement], str],
     paper: PaperValues,
     notes: list[str],
+    statistics: str,
 ) -> Table:
     cells: dict[tuple[str, str], Cell] = {}
     for m in measurements:
         cells[(row_of(m), column_of(m))] = pass1_cell(m)
     rows = ordered_union(paper.rows(name), sorted({r for r, _ in cells}))
     columns = ordered_union(paper.columns(name), sorted({c for _, c in cells}, key=_column_key))
-    return Table(name, title, corner, rows, columns, cells, dict(paper.labels), notes)
+    return Table(
+        name,
+        title,
+        corner,
+        rows,
+        columns,
+        cells,
+        dict(paper.labels),
+        [*notes, STATISTICS_NOTES[statistics]],
+        statistics=statistics,
+    )
 
 
 def _column_key(column: str) -> tuple[str, int]:
@@ -94,9 +110,18 @@ def _column_key(column: str) -> tuple[str, int]:
 
 
 PASS1_NOTE = (
-    "pass@1 in %, mean ± sample std over runs; n = tasks × runs; trials that ended in "
-    "an infrastructure error score 0 and are counted as 'infra'."
+    "pass@1 in %, mean ± std over runs; n = tasks × runs; 'infra' counts the trials that "
+    "ended in an infrastructure error (how they are scored: the statistics note)."
 )
+
+
+def statistics_of(measurements: Iterable[Measurement]) -> str:
+    """The one statistics convention of ``measurements`` (the default when there are
+    none); a table never mixes two."""
+    found = sorted({m.statistics for m in measurements})
+    if len(found) > 1:
+        raise ValueError(f"measurements mix statistics conventions {found}; use one")
+    return found[0] if found else DEFAULT_STATISTICS
 
 
 def cross_size(measurements: Sequence[Measurement], paper: PaperValues) -> Table:
@@ -113,6 +138,7 @@ def cross_size(measurements: Sequence[Measurement], paper: PaperValues) -> Table
         lambda m: f"{m.benchmark}/{m.variant}",
         paper,
         [PASS1_NOTE, f"harness: {harness}."],
+        statistics_of(measurements),
     )
 
 
@@ -129,6 +155,7 @@ def cross_harness(
         lambda m: f"{m.benchmark}/{m.variant}",
         paper,
         [PASS1_NOTE, f"model: {model or 'none evaluated'}."],
+        statistics_of(measurements),
     )
 
 
@@ -148,6 +175,7 @@ def cross_task(measurements: Sequence[Measurement], paper: PaperValues, model: s
         lambda m: m.variant,
         paper,
         [PASS1_NOTE, f"model: {model or 'none evaluated'}; harness: {harness}."],
+        statistics_of(measurements),
     )
 
 
@@ -208,6 +236,7 @@ def dataset_ablation(
             "without one is not run. Terminal-Bench 2.1 is not in this workflow's "
             "benchmark registry.",
         ],
+        statistics_of(measurements),
     )
     table.labels[generated] = GENERATED_LABEL
     return table
@@ -420,7 +449,9 @@ def dataset_comparison(
             "13-gram overlap: the largest share of tasks sharing a 13-gram with any "
             "checked benchmark.",
             *prior_notes,
+            STATISTICS_NOTES[statistics_of(measurements)],
         ],
+        statistics=statistics_of(measurements),
     )
 
 
@@ -480,32 +511,29 @@ def contamination(decontam: Mapping[str, Any] | None, paper: PaperValues) -> Tab
 
 
 def evaluations(measurements: Sequence[Measurement]) -> Table:
-    """Every setting measured, both ways of scoring infrastructure errors."""
+    """Every setting measured, under the one statistics convention of the report."""
     cells: dict[tuple[str, str], Cell] = {}
     rows = []
     for m in measurements:
         row = f"{m.label}/{m.benchmark}/{m.harness}"
         rows.append(row)
         cells[(row, "pass_at_1")] = pass1_cell(m)
-        if m.pass_at_1_completed is None:
-            cells[(row, "pass_at_1_completed")] = missing("no completed trial")
-        else:
-            cells[(row, "pass_at_1_completed")] = replace(
-                pass1_cell(m), value=m.pass_at_1_completed, std=m.pass_at_1_completed_std
-            )
+    statistics = statistics_of(measurements)
     return Table(
         "evaluations",
         "Every evaluation: pass@1",
         "model · benchmark · harness",
         rows,
-        ["pass_at_1", "pass_at_1_completed"],
+        ["pass_at_1"],
         cells,
-        {
-            "pass_at_1": "pass@1 % (infra = fail)",
-            "pass_at_1_completed": "pass@1 % (infra left out)",
-        },
-        [PASS1_NOTE, "'infra left out' is the per-job metric of `tmax eval metrics`."],
+        {"pass_at_1": "pass@1 %"},
+        [
+            PASS1_NOTE,
+            "The same numbers as `tmax eval metrics` with the same --statistics.",
+            STATISTICS_NOTES[statistics],
+        ],
         default="no trials",
+        statistics=statistics,
     )
 
 

@@ -4,10 +4,11 @@ Two sources read alike: this workflow's evaluation outputs (``run<r>.json`` nami
 folder of trial directories) and any Harbor job folders, e.g. released evaluation
 runs, so published trajectories can be re-tabulated without rerunning them.
 
-The paper's tables score a trial that ended in an infrastructure error as a failure
-(reward 0), unlike the per-job metrics of :mod:`tmax.evaluate.metrics`, which leave
-such trials out. Here they are turned into 0-reward attempts before the same
-:func:`~tmax.evaluate.metrics.summarize` runs, and counted on the side.
+Every measurement is computed by :func:`~tmax.evaluate.metrics.summarize` under one
+statistics convention, the same as ``tmax eval metrics`` for the same trials: by
+default the paper's (an infrastructure error scores 0, run i = each task's i-th
+attempt, population std), or ``exclude_infra`` (such trials left out, sample std).
+Infrastructure errors are counted on the side under both.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tmax.evaluate.metrics import summarize
-from tmax.evaluate.records import TrialRecord, read_jobs, read_trial
+from tmax.evaluate.metrics import (
+    DEFAULT_STATISTICS,
+    read_job_records,
+    records_from_run_files,
+    summarize,
+)
+from tmax.evaluate.records import TrialRecord
 
 log = logging.getLogger(__name__)
 
@@ -40,22 +46,23 @@ def split_variant(label: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Measurement:
-    """pass@1 of one setting, infrastructure errors scored 0 (``pass_at_1``) and,
-    for comparison with per-job metrics, left out (``pass_at_1_completed``)."""
+    """pass@1 (mean ± std over runs) and pass@k of one setting, under the statistics
+    convention ``statistics`` (``paper`` or ``exclude_infra``). ``pass_at_1`` is None
+    when nothing could be scored (every trial an infrastructure error, with such
+    trials left out)."""
 
     model: str
     variant: str
     benchmark: str
     harness: str
-    pass_at_1: float
-    pass_at_1_std: float
+    pass_at_1: float | None
+    pass_at_1_std: float | None
     n_tasks: int
     n_runs: int
     n_trials: int
     n_infra: int
     pass_at_k: dict[int, float] = field(default_factory=dict)
-    pass_at_1_completed: float | None = None
-    pass_at_1_completed_std: float | None = None
+    statistics: str = DEFAULT_STATISTICS
     sources: tuple[str, ...] = ()
 
     @property
@@ -64,25 +71,20 @@ class Measurement:
         return self.model + suffix
 
 
-def infra_as_failures(records: Iterable[TrialRecord]) -> list[TrialRecord]:
-    """Each infrastructure failure becomes a valid attempt with reward 0."""
-    return [replace(r, failure=None, reward=0.0) if r.is_infra_failure else r for r in records]
-
-
-def measure(records: Iterable[TrialRecord]) -> list[Measurement]:
-    """One :class:`Measurement` per (model, benchmark, harness) found in ``records``."""
+def measure(
+    records: Iterable[TrialRecord], *, statistics: str = DEFAULT_STATISTICS
+) -> list[Measurement]:
+    """One :class:`Measurement` per (model, benchmark, harness) found in ``records``,
+    under the ``statistics`` convention."""
     records = list(records)
     sources: dict[tuple, set[str]] = defaultdict(set)
     for record in records:
         sources[record.group].add(str(record.path.parent))
     infra = Counter(record.group for record in records if record.is_infra_failure)
-    completed = {(g.model, g.benchmark, g.harness): g for g in summarize(records, ks=(1,)).groups}
     measurements = []
-    for group in summarize(infra_as_failures(records)).groups:
+    for group in summarize(records, statistics=statistics).groups:
         key = (group.model, group.benchmark, group.harness)
         model, variant = split_variant(group.model)
-        assert group.pass_at_1_mean is not None  # every trial is valid once infra scores 0
-        done = completed[key]
         measurements.append(
             Measurement(
                 model=model,
@@ -90,14 +92,13 @@ def measure(records: Iterable[TrialRecord]) -> list[Measurement]:
                 benchmark=group.benchmark or UNKNOWN_BENCHMARK,
                 harness=group.harness,
                 pass_at_1=group.pass_at_1_mean,
-                pass_at_1_std=group.pass_at_1_std or 0.0,
+                pass_at_1_std=group.pass_at_1_std,
                 n_tasks=group.n_tasks,
                 n_runs=group.n_runs,
                 n_trials=group.n_trials,
                 n_infra=infra[key],
                 pass_at_k=dict(group.pass_at_k),
-                pass_at_1_completed=done.pass_at_1_mean,
-                pass_at_1_completed_std=done.pass_at_1_std,
+                statistics=statistics,
                 sources=tuple(sorted(sources[key])),
             )
         )
@@ -106,18 +107,17 @@ def measure(records: Iterable[TrialRecord]) -> list[Measurement]:
 
 def records_from_runs(run_files: Sequence[Path]) -> list[TrialRecord]:
     """The trials behind the workflow's ``results/eval/.../run<r>.json`` files."""
-    records = []
-    for run_file in run_files:
-        run = json.loads(Path(run_file).read_text(encoding="utf-8"))
-        root = Path(run["trials_dir"])
-        records += [read_trial(root / trial["trial"]) for trial in run["trials"]]
+    records = records_from_run_files(run_files)
     log.info("read %d trial(s) from %d evaluation run file(s)", len(records), len(run_files))
     return records
 
 
-def records_from_jobs(job_dirs: Sequence[Path], *, strict: bool = True) -> list[TrialRecord]:
-    """Every trial of Harbor job folders (ours or Harbor's own)."""
-    return read_jobs([Path(p) for p in job_dirs], strict=strict)
+def records_from_jobs(
+    job_dirs: Sequence[Path], *, strict: bool = True, statistics: str = DEFAULT_STATISTICS
+) -> list[TrialRecord]:
+    """Every trial of Harbor job folders (ours or Harbor's own), runs numbered as
+    ``statistics`` numbers them (:func:`~tmax.evaluate.metrics.read_job_records`)."""
+    return read_job_records(job_dirs, statistics=statistics, strict=strict)
 
 
 # --- prior datasets ----------------------------------------------------------------------

@@ -3,7 +3,8 @@
 ``write_report_tables`` reads trials (this workflow's run files or Harbor job
 folders), builds every table of :mod:`tmax.report.build` and writes, per table,
 ``<name>.<format>`` and ``<name>_vs_paper.<format>``, plus one Markdown page with
-them all (``tables.md``).
+them all (``tables.md``). Every pass@1 follows one statistics convention
+(``report.statistics``; the paper's by default), named in each table's notes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS_NOTES
 from tmax.evaluate.records import TrialRecord
 from tmax.io import write_text
 from tmax.report.build import PAPER_TABLES, TABLE_NAMES, build_tables
@@ -66,8 +68,12 @@ def write_report_tables(
     datasets: Sequence[str] = (),
     datasets_root: Path = Path("results/datasets"),
     ablations: Mapping[str, Mapping[str, Any]] | None = None,
+    statistics: str = DEFAULT_STATISTICS,
 ) -> list[Path]:
     """Write every table and its comparison with the paper; returns the paths.
+
+    ``statistics`` is the pass@1 convention of every table (``paper`` or
+    ``exclude_infra``, :mod:`tmax.evaluate.metrics`).
 
     The data-side reports are optional: without them their tables say "not run".
     ``datasets`` names the prior datasets whose measurements under
@@ -76,7 +82,7 @@ def write_report_tables(
     evaluations fill the dataset ablation's rows.
     """
     paper = load_paper_values(paper_values)
-    measurements = measure(records)
+    measurements = measure(records, statistics=statistics)
     tables = build_tables(
         measurements,
         paper,
@@ -98,6 +104,7 @@ def write_report_tables(
             f"{paper.source.strip()} Each cell: value (n = tasks × runs, infrastructure "
             "errors); a cell this run did not produce says so."
         )
+        page += ["", STATISTICS_NOTES[statistics]]
         page += [""] + [to_markdown(table) for table in views]
         write_text(combined, "\n".join(page))
         paths.append(Path(combined))

@@ -24,6 +24,9 @@ from typing import Any
 from tmax.io import write_text
 
 NOT_RUN = "not run"
+STATISTICS_NOTE_PREFIX = "statistics:"
+"""How the note naming a table's pass@1 convention begins (see
+:data:`tmax.evaluate.metrics.STATISTICS_NOTES`); the comparison view repeats it."""
 NOT_REPORTED = "not reported"
 FORMATS = ("md", "csv", "tex")
 
@@ -104,7 +107,10 @@ def missing(reason: str = NOT_RUN) -> Cell:
 class Table:
     """A titled grid: ``cells[(row, column)]``; absent keys read as ``default``.
 
-    ``name`` is the file stem; ``labels`` maps row and column keys to printed names.
+    ``name`` is the file stem; ``labels`` maps row and column keys to printed names;
+    ``statistics`` names the pass@1 convention of its cells ("" for a table without
+    pass rates over runs), also a column of the CSV (the notes say it in Markdown and
+    LaTeX).
     """
 
     name: str
@@ -116,6 +122,7 @@ class Table:
     labels: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     default: str = NOT_RUN
+    statistics: str = ""
 
     def cell(self, row: str, column: str) -> Cell:
         return self.cells.get((row, column)) or missing(self.default)
@@ -145,6 +152,7 @@ class Table:
                         "n_infra": "" if cell.n_infra is None else cell.n_infra,
                         "missing": cell.missing or "",
                         "sources": ";".join(cell.sources),
+                        "statistics": self.statistics,
                     }
                 )
         return records
@@ -192,6 +200,7 @@ CSV_FIELDS = (
     "n_infra",
     "missing",
     "sources",
+    "statistics",
 )
 
 
@@ -364,8 +373,10 @@ def compare(reproduced: Table, paper: PaperValues) -> Table:
         labels=labels,
         notes=[
             "difference = reproduced − paper, between the printed numbers.",
+            *[note for note in reproduced.notes if note.startswith(STATISTICS_NOTE_PREFIX)],
             f"Paper: {paper.table(reproduced.name).get('source', '').strip()}",
         ],
+        statistics=reproduced.statistics,
     )
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from tmax.rl.recipe import rl_settings
+from tmax.rl.recipe import config_model, rl_settings
 
 GIB = 2**30
 
@@ -769,9 +769,10 @@ def check_model_cached(config: Mapping[str, Any], name: str) -> None:
 
     from tmax.io import cache_dir, write_json
 
-    model = next((m for m in config["models"] if m["name"] == name), None)
-    if model is None:
-        check_config(config, [name])  # raises, naming the model
+    try:
+        model = config_model(config, name)
+    except KeyError:
+        check_config(config, [name])  # raises a PlanError naming the model
         return
     architecture = resolve_architecture(model["path"])
     versions = {}

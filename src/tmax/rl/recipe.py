@@ -46,13 +46,18 @@ def rl_settings(config: Mapping[str, Any], model: Mapping[str, Any]) -> dict[str
     return {**config["rl"], **(model.get("rl") or {})}
 
 
-def model_rl(config: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """:func:`rl_settings` of the configured model named ``name``."""
+def config_model(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """The ``models`` entry named ``name``."""
     for model in config["models"]:
         if model["name"] == name:
-            return rl_settings(config, model)
+            return model
     known = ", ".join(m["name"] for m in config["models"])
     raise KeyError(f"no model named {name!r} in the config's models ({known})")
+
+
+def model_rl(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """:func:`rl_settings` of the configured model named ``name``."""
+    return rl_settings(config, config_model(config, name))
 
 
 def rl_recipe(rl: Mapping[str, Any]) -> dict[str, Any]:

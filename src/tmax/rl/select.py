@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmax.io import write_json
+from tmax.io import write_json, write_pointer
 
 log = logging.getLogger("tmax.rl")
 
@@ -106,10 +106,13 @@ def select_checkpoint(
     *,
     steps: Sequence[int],
     on: Mapping[str, Any] | None = None,
+    pointer: Path | None = None,
 ) -> int:
     """Publish the best of ``steps``'s snapshots as the model folder ``output`` and write
-    ``report`` (scores, choice, rule). ``runs`` maps each step to its evaluation run
-    files; with no ``runs`` there must be a single step (no selection), which is taken."""
+    ``report`` (scores, choice, rule) and ``pointer`` (the folder's sha256: what the
+    model's evaluations depend on, the same when a rerun picks the same weights).
+    ``runs`` maps each step to its evaluation run files; with no ``runs`` there must be
+    a single step (no selection), which is taken."""
     if not runs:
         if len(steps) != 1:
             raise ValueError(f"{len(steps)} snapshots but no evaluation to choose between them")
@@ -120,6 +123,8 @@ def select_checkpoint(
         scored = {step: snapshot_score(files) for step, files in runs.items()}
         chosen = choose({step: entry["score"] for step, entry in scored.items()})
     link_tree(snapshots / snapshot_name(chosen), output)
+    if pointer is not None:
+        write_pointer(pointer, output)
     write_json(report, {
         "chosen_step": chosen,
         "last_step": max(steps),

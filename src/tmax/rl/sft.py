@@ -21,7 +21,9 @@ import torch
 
 from tmax.harness import HarnessSettings, make_harness
 from tmax.harness.base import SUBMIT_SENTINEL
+from tmax.harness.tmax import format_observation
 from tmax.harness.trajectory import Trajectory
+from tmax.sandbox.base import ExecResult
 
 log = logging.getLogger("tmax.rl")
 
@@ -41,9 +43,12 @@ def solution_conversation(
     harness = make_harness("tmax", settings)
     messages = harness.start(instruction, None, Trajectory("tmax", "1", "sft"))  # type: ignore[arg-type]
     script = solution.strip()
+    # The solution's output is not known without running it: what the harness shows
+    # for a command that printed nothing and succeeded.
+    observation = format_observation(ExecResult("", 0, 0.0), harness.prompts)
     messages += [
         {"role": "assistant", "content": "", "tool_calls": [_call("call_0", script)]},
-        {"role": "tool", "tool_call_id": "call_0", "content": "(exit_code=0)"},
+        {"role": "tool", "tool_call_id": "call_0", "content": observation},
         {
             "role": "assistant",
             "content": "",

@@ -2,7 +2,7 @@
 
 One Apptainer *instance* per sandbox, started with ``--containall`` (own PID, IPC
 and mount namespaces, clean environment, private /tmp and home), the toolbox bound
-read-only at ``/opt/tmax``, no network unless the task allows it, no GPU. The control
+read-only at ``/opt/tmax``, no network unless a phase has one, no GPU. The control
 shell is one ``exec`` of the toolbox's bash into the instance.
 
 Made for a cluster user without root (Apptainer's docs: "User namespaces and
@@ -338,7 +338,7 @@ class ApptainerSandbox(Sandbox):
         options = ["--containall", "--no-nv", "--bind", f"{toolbox}:{TOOLBOX}:ro"]
         overlay = self.dir / ("overlay.img" if self._overlay_image else "overlay")
         options += ["--overlay", str(overlay), "--workdir", str(self.dir / "work")]
-        if not limits.network:
+        if not limits.sandbox_network:  # a phase without one: a namespace of its own
             options += ["--net", "--network", "none"]
         if self.fakeroot:
             options.append("--fakeroot")

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from tmax.sandbox.storage import FULL_FRACTION, fullness
-from tmax.tasks import Task
+from tmax.tasks import Task, TaskConfig, TaskFormatError
 
 log = logging.getLogger("tmax.sandbox")
 
@@ -51,6 +51,31 @@ SESSION_TMPFS_MB = 64
 VERIFIER_PATH = f"{TOOLBOX}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_GRACE_SEC = 15.0
 """Extra host-side wait beyond a command's own timeout before the sandbox is declared hung."""
+
+LOOPBACK_UP = """
+import fcntl, socket, struct
+_s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+_flags = struct.unpack("16sH14x", fcntl.ioctl(_s, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
+fcntl.ioctl(_s, 0x8914, struct.pack("16sH14x", b"lo", _flags | 1))
+_s.close()
+"""
+"""Bring up ``lo`` in a fresh network namespace (SIOCGIFFLAGS, then SIOCSIFFLAGS with
+IFF_UP): a phase without network keeps its loopback, as under ``--network none``. The
+toolbox's Python does it, since images need not have ``ip``."""
+JOIN_NETWORK = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for ns, flag in (("user", 0x10000000),) * (sys.argv[2] != "0") + (("net", 0x40000000),):
+    fd = os.open(f"/proc/{sys.argv[1]}/ns/{ns}", os.O_RDONLY)
+    if libc.setns(fd, flag) != 0:
+        sys.exit(f"tmax: joining the agent's {ns} namespace: {os.strerror(ctypes.get_errno())}")
+    os.close(fd)
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
+"""Join the agent's network namespace (and its user namespace first, where it has one:
+the network namespace belongs to it), then exec ``tmax-enter`` for PID and mount. Used
+only when the agent's phase is offline in a sandbox that has a network (its verifier
+needs one); tmax-enter itself joins no network namespace."""
 
 
 class SandboxError(RuntimeError):
@@ -67,6 +92,132 @@ class SandboxDied(SandboxError):
     """The sandbox stopped answering (killed, out of memory, hung); the episode is over."""
 
 
+NETWORK_POLICIES = ("harbor", "task", "off")
+"""How a task's network settings become each phase's network (config key, e.g.
+``evaluation.network``): ``harbor`` reads them as Harbor does (public unless the task says
+otherwise), for evaluation; ``task`` the same but no network unless the task asks, the
+safe choice for RL rollouts; ``off`` never any. See docs/network.md."""
+NETWORK_MODES = ("public", "no-network", "allowlist")
+"""Harbor's ``network_mode`` values (harbor/models/task/config.py, NetworkMode)."""
+
+
+@dataclass(frozen=True)
+class PhaseNetwork:
+    """One phase's resolved network: Harbor's NetworkPolicy (mode + allowed hosts)."""
+
+    mode: str = "no-network"
+    allowed_hosts: tuple[str, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the phase gets a network. An allowlist gets the full network: no
+        backend here filters egress by host (docs/network.md)."""
+        return self.mode != "no-network"
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "network_mode": self.mode,
+            "allowed_hosts": list(self.allowed_hosts),
+            "network": self.enabled,
+            "enforced": "full network (allowlist not filtered)"
+            if self.mode == "allowlist"
+            else ("public" if self.enabled else "loopback only"),
+        }
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    """Each phase's network for one task under one policy (Harbor's TrialNetworkPlan,
+    agent phase and verifier phase)."""
+
+    policy: str
+    agent: PhaseNetwork
+    verifier: PhaseNetwork
+
+    def record(self) -> dict[str, Any]:
+        return {"policy": self.policy, "agent": self.agent.record(),
+                "verifier": self.verifier.record()}  # fmt: skip
+
+
+def _phase_override(table: Mapping[str, Any], where: str) -> PhaseNetwork | None:
+    """An ``[agent]``/``[verifier]`` override: only when it sets ``network_mode``."""
+    mode = table.get("network_mode")
+    hosts = table.get("allowed_hosts")
+    if mode is None:
+        if hosts is not None:
+            raise TaskFormatError(
+                f"task.toml: [{where}].allowed_hosts needs network_mode = 'allowlist'"
+            )
+        return None
+    return _checked(str(mode), hosts, where)
+
+
+def _checked(mode: str, hosts: Any, where: str) -> PhaseNetwork:
+    if mode not in NETWORK_MODES:
+        raise TaskFormatError(
+            f"task.toml: [{where}].network_mode must be one of {', '.join(NETWORK_MODES)}, "
+            f"got {mode!r}"
+        )
+    if hosts and mode != "allowlist":
+        raise TaskFormatError(
+            f"task.toml: [{where}].allowed_hosts is only valid with network_mode = 'allowlist'"
+        )
+    if hosts is not None and not (
+        isinstance(hosts, list) and all(isinstance(h, str) for h in hosts)
+    ):
+        raise TaskFormatError(f"task.toml: [{where}].allowed_hosts must be a list of host names")
+    return PhaseNetwork(mode, tuple(hosts or ()))
+
+
+def _baseline(env: Mapping[str, Any], default: str, where: str) -> PhaseNetwork:
+    """An ``[environment]`` table's network (Harbor: EnvironmentConfig.resolve_baseline).
+    The deprecated ``allow_internet`` counts only when ``network_mode`` and
+    ``allowed_hosts`` are both unset (TaskConfig._apply_legacy_allow_internet)."""
+    if "network_mode" in env or env.get("allowed_hosts") is not None:
+        return _checked(str(env.get("network_mode", default)), env.get("allowed_hosts"), where)
+    if env.get("allow_internet") is not None:
+        return PhaseNetwork("public" if env["allow_internet"] else "no-network")
+    return PhaseNetwork(default)
+
+
+def resolve_network(config: TaskConfig, policy: str = "task") -> NetworkPlan:
+    """Each phase's network, as Harbor 0.26 resolves it (harbor/trial/network_policy.py,
+    resolve_trial_network_plan), with the default changed by ``policy``.
+
+    * baseline: ``[environment] network_mode`` (+ ``allowed_hosts``), else the
+      deprecated ``allow_internet``, else the default: ``public`` under ``harbor``,
+      ``no-network`` under ``task``;
+    * agent phase: ``[agent] network_mode`` when set, else the baseline;
+    * verifier phase: ``[verifier] network_mode`` when set, else the baseline, which
+      for a separate verifier environment (``[verifier.environment]``, or
+      ``environment_mode = "separate"``: a copy of ``[environment]``) is that
+      environment's. Our verifier always runs in the agent's sandbox; only its network
+      follows Harbor's separate-environment rule.
+
+    ``off`` gives both phases no network whatever the task says. Run-specific extra
+    allowlist hosts (Harbor's ``--allow-*-host``) have no counterpart here.
+    """
+    if policy not in NETWORK_POLICIES:
+        raise ValueError(
+            f"network policy {policy!r} is not one of {', '.join(NETWORK_POLICIES)} "
+            "(config key evaluation.network / sandbox.network)"
+        )
+    off = PhaseNetwork("no-network")
+    if policy == "off":
+        return NetworkPlan(policy, off, off)
+    default = "public" if policy == "harbor" else "no-network"
+    baseline = _baseline(config.environment, default, "environment")
+    agent = _phase_override(config.agent, "agent") or baseline
+    verifier_table = config.verifier
+    separate_env = verifier_table.get("environment")
+    if isinstance(separate_env, Mapping):
+        verifier_baseline = _baseline(separate_env, default, "verifier.environment")
+    else:  # shared (the default), or "separate" with a copy of [environment]
+        verifier_baseline = baseline
+    verifier = _phase_override(verifier_table, "verifier") or verifier_baseline
+    return NetworkPlan(policy, agent, verifier)
+
+
 @dataclass(frozen=True)
 class Limits:
     """Per-task limits (from ``task.toml``) that every backend enforces."""
@@ -81,6 +232,13 @@ class Limits:
     output_limit_bytes: int = 100_000
     """Output kept per command: the first and the last half of this, the middle cut."""
     network: bool = False
+    """Whether the agent's phase has a network (Harbor's ``[agent]`` phase, resolved by
+    :func:`resolve_network`)."""
+    verifier_network: bool | None = None
+    """Whether the verifier's phase has one; None: the same as the agent's."""
+    network_plan: NetworkPlan | None = None
+    """How the two were resolved from the task (policy and Harbor's modes), for the
+    trial's record; None for limits made by hand."""
     verifier_timeout_sec: float = 600.0
     keep_agent_processes: bool = False
     """Leave the agent's processes running during verification (tasks whose tests talk to
@@ -91,16 +249,25 @@ class Limits:
     verifier's own process instead of a reward file (``[metadata] pytest_verdict``; our
     generated tasks set it). Empty: Harbor's ``test.sh`` and reward-file protocol."""
 
-    @classmethod
-    def from_task(cls, task: Task, **overrides: Any) -> Limits:
-        """Read limits from ``[environment]`` and our keys in ``[metadata]``.
+    @property
+    def verifier_has_network(self) -> bool:
+        return self.network if self.verifier_network is None else self.verifier_network
 
-        The network is off unless the task explicitly allows it (Harbor's default is
-        on; ours is off, so that a task has to ask for it).
+    @property
+    def sandbox_network(self) -> bool:
+        """Whether the sandbox as a whole is started with a network: when either phase
+        needs one. The phase that must not have it runs in a network namespace of its
+        own (only loopback), made by the control shell."""
+        return self.network or self.verifier_has_network
+
+    @classmethod
+    def from_task(cls, task: Task, *, network_policy: str = "task", **overrides: Any) -> Limits:
+        """Read limits from ``[environment]`` and our keys in ``[metadata]``, and each
+        phase's network by ``network_policy`` (see :func:`resolve_network`): ``task``,
+        the default, gives none unless the task asks; evaluation passes ``harbor``.
         """
         config = task.config
-        env = config.environment
-        explicit = "network_mode" in env or "allow_internet" in env
+        plan = resolve_network(config, network_policy)
         meta = config.metadata
         values: dict[str, Any] = {
             "memory_mb": config.memory_mb,
@@ -109,7 +276,9 @@ class Limits:
             "pids": int(meta.get("pids_limit", cls.pids)),
             "command_timeout_sec": float(meta.get("command_timeout_sec", cls.command_timeout_sec)),
             "output_limit_bytes": int(meta.get("output_limit_bytes", cls.output_limit_bytes)),
-            "network": explicit and config.network_mode != "no-network",
+            "network": plan.agent.enabled,
+            "verifier_network": plan.verifier.enabled,
+            "network_plan": plan,
             "verifier_timeout_sec": float(config.get("verifier", "timeout_sec")),
             "keep_agent_processes": bool(meta.get("keep_agent_processes", False)),
             "pytest_verdict": config.pytest_verdict,
@@ -381,6 +550,9 @@ if [ "$__tmax_fresh_proc" = 1 ]; then
     if [ -e /proc/$d ]; then mount --bind /dev/null /proc/$d || exit 1; fi
   done
 fi
+if [ "$__tmax_fresh_net" = 1 ]; then  # the phase has no network: only a loopback of its own
+  /opt/tmax/bin/python3 -I -S -c "$__tmax_lo_code" || exit 1
+fi
 printf "ready\n"; exec >/dev/null 2>&1
 exec "$@" /opt/tmax/bin/bash --noprofile --norc -c '"'"'
   trap "" HUP INT QUIT TERM USR1 USR2 PIPE
@@ -395,7 +567,9 @@ __tmax_agent_up() {
   # them (not in its PID namespace) or open their fds or memory (a child user
   # namespace has no rights over its parent's processes).
   for proc in --mount-proc ""; do
-    exec {fd}< <(__tmax_fresh_proc=${proc:+1} exec unshare "${__tmax_unshare[@]}" --pid \
+    exec {fd}< <(__tmax_fresh_proc=${proc:+1} __tmax_fresh_net=$__tmax_agent_net \
+      __tmax_lo_code=$__tmax_lo_code exec unshare "${__tmax_unshare[@]}" \
+      "${__tmax_agent_netopt[@]}" --pid \
       --mount --fork --kill-child --propagation private $proc -- /opt/tmax/bin/bash \
       --noprofile --norc -c "$__tmax_init_script" init "${__tmax_drop[@]}" </dev/null 2>&1)
     __tmax_agent=$!
@@ -405,7 +579,12 @@ __tmax_agent_up() {
     exec {fd}<&-
     [ "$line" = ready ] && break
   done
-  __tmax_enter=(tmax-enter "$__tmax_agent" "$__tmax_keep" "${__tmax_nsenter[@]}" --)
+  if [ "$__tmax_agent_net" = 1 ]; then  # tmax-enter joins PID and mount only: net first
+    __tmax_enter=(python3 -I -S -c "$__tmax_join_code" "$__tmax_agent" "${#__tmax_nsenter[@]}"
+                  tmax-enter "$__tmax_agent" "$__tmax_keep" --)
+  else
+    __tmax_enter=(tmax-enter "$__tmax_agent" "$__tmax_keep" "${__tmax_nsenter[@]}" --)
+  fi
   [ "$line" = ready ] && return 0
   printf 'tmax: the agent namespace did not start: %s\n' "$errors"
   return 1
@@ -467,6 +646,48 @@ class Sandbox(ABC):
         self._exhaustion_baseline = (0, 0)
         self.degraded: list[str] = []
         """Limits this sandbox runs without on this host, and why (also logged)."""
+        plan = self.limits.network_plan
+        for phase in ("agent", "verifier"):
+            if plan is not None and getattr(plan, phase).mode == "allowlist":
+                self.degraded.append(f"network: the {phase}'s allowlist is the full network")
+        if self.verifier_netns and self.limits.keep_agent_processes:
+            self.degraded.append(
+                "network: the verifier's own namespace cannot reach the agent's services"
+            )
+
+    # --- the network of each phase ---------------------------------------------------
+
+    @property
+    def agent_netns(self) -> bool:
+        """Whether the agent's session gets a network namespace of its own (loopback
+        only): its phase has no network in a sandbox started with one."""
+        return self.limits.sandbox_network and not self.limits.network
+
+    @property
+    def verifier_netns(self) -> bool:
+        """Whether the verifier runs in a network namespace of its own (loopback only)."""
+        return self.limits.sandbox_network and not self.limits.verifier_has_network
+
+    @property
+    def network(self) -> dict[str, Any]:
+        """Each phase's resolved network, for the trial's record (``result.json``): the
+        policy, Harbor's mode and allowed hosts per phase, whether it had a network, and
+        how this sandbox gave it."""
+        plan = self.limits.network_plan
+        if plan is None:  # limits made by hand: only the two switches are known
+            mode = {True: "public", False: "no-network"}
+            plan = NetworkPlan(
+                "explicit",
+                PhaseNetwork(mode[self.limits.network]),
+                PhaseNetwork(mode[self.limits.verifier_has_network]),
+            )
+        record = plan.record()
+        record["agent"]["network"] = self.limits.network
+        record["verifier"]["network"] = self.limits.verifier_has_network
+        record["sandbox_network"] = self.limits.sandbox_network
+        record["agent"]["own_namespace"] = self.agent_netns
+        record["verifier"]["own_namespace"] = self.verifier_netns
+        return record
 
     # --- what a backend implements -------------------------------------------------
 
@@ -652,6 +873,10 @@ class Sandbox(ABC):
                 f"__tmax_keep={self._agent_capability_numbers()}\n"
                 f"__tmax_unshare=({'--user --map-current-user' if userns else ''})\n"
                 f"__tmax_nsenter=({'--user' if userns else ''})\n"
+                f"__tmax_agent_net={int(self.agent_netns)}\n"
+                f"__tmax_agent_netopt=({'--net' if self.agent_netns else ''})\n"
+                f"__tmax_lo_code={shlex.quote(LOOPBACK_UP)}\n"
+                f"__tmax_join_code={shlex.quote(JOIN_NETWORK)}\n"
                 f"mkdir -p -- {shlex.quote(self.workdir)} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
             )
             self._channel.send(setup.encode())
@@ -870,10 +1095,15 @@ class Sandbox(ABC):
         keep = self._agent_capability_numbers()
         delimiter = f"__TMAX_VERIFIER_{uuid.uuid4().hex}__"
         files = " ".join(shlex.quote(name) for name in self.limits.pytest_verdict)
+        # Without a network of its own the verifier's first process makes a fresh
+        # namespace's loopback usable before anything else (the tests' servers use it).
+        source = (LOOPBACK_UP if self.verifier_netns else "") + _verifier_init()
+        network = "--net " if self.verifier_netns else ""
         script = (
-            f"__tmax_v=$(cat <<'{delimiter}'\n{_verifier_init()}\n{delimiter}\n)\n"
+            f"__tmax_v=$(cat <<'{delimiter}'\n{source}\n{delimiter}\n)\n"
             f"head -c {len(payload)} | timeout -k 5 {math.ceil(timeout) + 30} unshare "
-            '"${__tmax_unshare[@]}" --pid --mount --fork --kill-child --propagation private -- '
+            f'"${{__tmax_unshare[@]}}" {network}--pid --mount --fork --kill-child '
+            "--propagation private -- "
             f'{TOOLBOX}/bin/python3 -I -S -c "$__tmax_v" {mode} {math.ceil(timeout)} '
             f"{json_allowed} {keep} {shlex.quote(self.workdir)} {files} 2>&1; "
             "printf '\\n%s %s\\n' @MARKER@ $?"

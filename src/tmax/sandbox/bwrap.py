@@ -128,9 +128,12 @@ AGENT_CAPABILITIES = ("chown", "dac_override", "fowner", "fsetid", "kill", "net_
                       "setfcap", "setgid", "setpcap", "setuid", "sys_chroot")  # fmt: skip
 """What a root process of a podman (or Docker) container holds by default, and so what
 the agent's commands and the tests hold here too (inside bwrap's user namespace)."""
-CONTROL_CAPABILITIES = ("sys_admin", "sys_chroot", "setpcap")
-"""The control shell's own on top: it builds the agent's and the verifier's PID and
-mount namespaces, and lends none of these to them."""
+CONTROL_CAPABILITIES = ("sys_admin", "sys_chroot", "setpcap", "net_admin")
+"""The control shell's own on top: it builds the agent's and the verifier's PID, mount
+and (for a phase without network) network namespaces, bringing up the loopback of the
+last, and lends none of these to them. In bwrap's user namespace CAP_NET_ADMIN reaches no
+namespace but the ones it makes: the host's network (``--share-net``) belongs to the
+host's user namespace."""
 
 
 class BwrapSandbox(Sandbox):
@@ -175,7 +178,7 @@ class BwrapSandbox(Sandbox):
         ]  # fmt: skip
         for name in sorted({*AGENT_CAPABILITIES, *CONTROL_CAPABILITIES}):
             args += ["--cap-add", f"CAP_{name.upper()}"]
-        if self.limits.network:
+        if self.limits.sandbox_network:  # a phase without one gets a namespace of its own
             args.append("--share-net")
         for key, value in {"HOME": "/root", **self.env}.items():
             args += ["--setenv", key, value]

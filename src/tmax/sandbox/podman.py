@@ -1,7 +1,8 @@
 """Rootful podman: the workstation and CI backend.
 
 One container per sandbox, kept alive by the toolbox's ``sleep`` as PID 1, with
-memory (no swap), CPU and PID limits and no network unless the task allows it. The
+memory (no swap), CPU and PID limits and no network unless a phase has one (the
+phase without one runs in a network namespace of its own: base.py, docs/network.md). The
 control shell is a single ``podman exec -i`` of the toolbox's bash; commands then
 cost a pipe round trip instead of an exec each.
 
@@ -106,7 +107,7 @@ class PodmanSandbox(Sandbox):
             "--hostname",
             "sandbox",
             "--network",
-            "bridge" if limits.network else "none",
+            "bridge" if limits.sandbox_network else "none",
             "--memory",
             f"{limits.memory_mb}m",
             "--memory-swap",
