@@ -208,14 +208,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 else
   say "virtual environment up to date ($VENV)"
 fi
-# mini-swe-agent's own templates (evaluation.prompts: upstream) are read from its
-# package, never imported: it is installed without its dependencies (litellm and
-# more, about 750 MB). The pin is tmax.harness.upstream's.
-miniswe="$(grep -o 'mini-swe-agent==[0-9.]*' src/tmax/harness/upstream.py | head -n 1)"
-if [ "$("$VENV/bin/python" -c 'from importlib import metadata as m; print("mini-swe-agent==" + m.version("mini-swe-agent"))' 2>/dev/null)" != "$miniswe" ]; then
-  say "installing $miniswe (its templates only, no dependencies)"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$miniswe"
-fi
+# mini-swe-agent's and OpenHands' own templates (evaluation.prompts: upstream) are
+# read from their packages, never imported: they are installed without their
+# dependencies (litellm and more, about 750 MB). The pins are tmax.harness.upstream's.
+# openhands-ai asks for Python 3.12; as nothing of it runs, the 3.11 venv holds its
+# files (no bytecode compiled).
+for upstream_pin in mini-swe-agent openhands-ai; do
+  pin="$(grep -o "$upstream_pin==[0-9.]*" src/tmax/harness/upstream.py | head -n 1)"
+  if [ "$("$VENV/bin/python" -c "from importlib import metadata as m; print('$upstream_pin==' + m.version('$upstream_pin'))" 2>/dev/null)" != "$pin" ]; then
+    say "installing $pin (its templates only, no dependencies)"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+      --no-compile --ignore-requires-python "$pin"
+  fi
+done
 export PATH="$VENV/bin:$PATH"
 mkdir -p "$TMAX_CACHE"
 

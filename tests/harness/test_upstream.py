@@ -18,7 +18,7 @@ from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.harness import upstream as up
 from tmax.harness.base import SUBMIT_SENTINEL
 from tmax.harness.mini_swe_agent import format_observation
-from tmax.models.client import Completion, ScriptedModel, ToolCall, bash_call
+from tmax.models.client import Completion, Message, ScriptedModel, ToolCall, bash_call
 from tmax.sandbox import Sandbox
 
 INSTRUCTION = (LOG_TASK / "instruction.md").read_text()
@@ -64,6 +64,19 @@ FAKE_TMAX_AGENT = """\
 def _append_format_error(messages):
     content = _format_error_message("A fake sentence about the call.")
 """
+FAKE_TERMINUS_PROMPT = """\
+Fake terminus opening, literal {{braces}} kept.
+Fake task slot: {instruction}
+Fake screen slot: {terminal_state}
+"""
+FAKE_CODEACT_PROMPTS = {
+    "system_prompt.j2": "Fake CodeAct base ({% if cli_mode %}cli{% else %}not cli{% endif %}).",
+    "system_prompt_long_horizon.j2": "{% include 'system_prompt.j2' %}\nFake planning words.\n",
+}
+TERMINUS_DONE = json.dumps({"analysis": "a", "plan": "p", "commands": [], "task_complete": True})
+FINISH = Completion(
+    "", (ToolCall("f", "finish", json.dumps({"message": "done"})),), finish_reason="tool_calls"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -115,6 +128,33 @@ def fake_tmax(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def fake_harbor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = write(
+        tmp_path / "harbor-site",
+        {
+            "harbor/agents/terminus_2/templates/terminus-json-plain.txt": FAKE_TERMINUS_PROMPT,
+            "harbor-0.26.0.dist-info/METADATA": "Name: harbor\n",
+        },
+    )
+    monkeypatch.setenv("TMAX_UPSTREAM_PATH", str(root))
+    return root
+
+
+@pytest.fixture
+def fake_openhands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    prompts = "openhands/agenthub/codeact_agent/prompts"
+    root = write(
+        tmp_path / "openhands-site",
+        {
+            **{f"{prompts}/{name}": text for name, text in FAKE_CODEACT_PROMPTS.items()},
+            "openhands_ai-1.6.0.dist-info/METADATA": "Name: openhands-ai\n",
+        },
+    )
+    monkeypatch.setenv("TMAX_UPSTREAM_PATH", str(root))
+    return root
+
+
 # --- finding and reading ----------------------------------------------------------------
 
 
@@ -132,6 +172,24 @@ def test_a_missing_package_names_what_to_install(
         make_harness("tmax", UPSTREAM).start(INSTRUCTION, None, None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"evaluation\.prompts is 'theirs'"):
         up.check_mode("theirs")
+
+
+@pytest.mark.parametrize(
+    ("harness", "package"), [("terminus-2", "harbor"), ("openhands", "openhands")]
+)
+def test_a_missing_package_stops_the_episode_before_the_terminal_starts(
+    harness: str, package: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMAX_UPSTREAM_PATH", str(tmp_path))
+    monkeypatch.setenv("TMAX_HARBOR_PYTHON", str(tmp_path / "no-python"))
+    source = up.UPSTREAM[harness]
+    monkeypatch.setitem(
+        up.UPSTREAM,
+        harness,
+        up.UpstreamSource(source.distribution, f"{package}_absent", "1.0", "get it somehow"),
+    )
+    with pytest.raises(up.UpstreamMissing, match=rf"{harness} harness.*Install it: get it"):
+        make_harness(harness, UPSTREAM).start(INSTRUCTION, None, None)  # type: ignore[arg-type]
 
 
 def test_files_and_literals_are_read_without_importing(fake_tmax: Path) -> None:
@@ -201,6 +259,31 @@ def test_tmax_uses_the_upstream_templates(fake_tmax: Path, box: Sandbox) -> None
     assert model.requests[0]["tools"][0]["function"]["description"] == "fake tmax tool"
 
 
+def test_terminus_2_opens_with_harbors_template(fake_harbor: Path, box: Sandbox) -> None:
+    """Filled as Harbor fills it (``str.format``); the later messages stay ours."""
+    model = ScriptedModel([TERMINUS_DONE, TERMINUS_DONE])
+    run = run_agent(make_harness("terminus-2", UPSTREAM), model, box, INSTRUCTION)
+    assert run.exit_status == "submitted"
+    first = model.requests[0]["messages"][0]["content"]
+    assert first.startswith("Fake terminus opening, literal {braces} kept.\n")
+    assert f"Fake task slot: {INSTRUCTION}\nFake screen slot: Current Terminal Screen:\n" in first
+    assert "{instruction}" not in first and "{terminal_state}" not in first
+
+
+def test_openhands_system_prompt_is_codeacts_template(fake_openhands: Path, box: Sandbox) -> None:
+    """The long-horizon template (plan mode, upstream's default) with its include, as
+    CodeAct's PromptManager renders it; the task goes in as given."""
+    model = ScriptedModel([FINISH])
+    run = run_agent(make_harness("openhands", UPSTREAM), model, box, INSTRUCTION)
+    assert run.exit_status == "finished"
+    system, user = model.requests[0]["messages"][:2]
+    assert system == {
+        "role": "system",
+        "content": "Fake CodeAct base (not cli).\nFake planning words.",
+    }
+    assert user == {"role": "user", "content": INSTRUCTION}
+
+
 # --- the real upstream packages, where installed ------------------------------------------
 
 
@@ -246,6 +329,35 @@ def test_the_harbor_env_holds_the_terminus_2_templates(monkeypatch: pytest.Monke
     installed("terminus-2")
     path = up.upstream_path("terminus-2", "agents/terminus_2/templates/terminus-json-plain.txt")
     assert path.stat().st_size > 0
+
+
+def first_messages(harness: str, settings: HarnessSettings, box: Sandbox) -> list[Message]:
+    model = ScriptedModel([TERMINUS_DONE, TERMINUS_DONE] if harness == "terminus-2" else [FINISH])
+    run_agent(make_harness(harness, settings), model, box, INSTRUCTION)
+    return model.requests[0]["messages"]
+
+
+def test_the_installed_harbor_opens_terminus_2_with_the_task(
+    monkeypatch: pytest.MonkeyPatch, box: Sandbox
+) -> None:
+    monkeypatch.delenv("TMAX_UPSTREAM_PATH", raising=False)
+    installed("terminus-2")
+    theirs = first_messages("terminus-2", UPSTREAM, box)[0]["content"]
+    ours = first_messages("terminus-2", HarnessSettings(), box)[0]["content"]
+    assert INSTRUCTION.strip() in theirs and theirs != ours
+    assert "{instruction}" not in theirs and "{terminal_state}" not in theirs
+
+
+def test_the_installed_openhands_renders_codeacts_system_prompt(
+    monkeypatch: pytest.MonkeyPatch, box: Sandbox
+) -> None:
+    monkeypatch.delenv("TMAX_UPSTREAM_PATH", raising=False)
+    installed("openhands")
+    theirs = first_messages("openhands", UPSTREAM, box)
+    ours = first_messages("openhands", HarnessSettings(), box)
+    assert theirs[1]["content"] == INSTRUCTION
+    assert theirs[0]["content"] != ours[0]["content"]
+    assert "{%" not in theirs[0]["content"] and "{{" not in theirs[0]["content"]
 
 
 def test_a_tmax_checkout_renders_the_task(box: Sandbox) -> None:

@@ -166,6 +166,8 @@ def test_changed_rl_parameter_resubmits_only_that_size(
     untouched = workdir / "results/models/tiny-qwen3-tmax/model.safetensors"
     before = untouched.stat().st_mtime_ns
     logs_before = job_logs(workdir)
+    chosen = workdir / "results/rl/tiny-qwen3-b/model.json"  # the trained weights' sha256
+    weights_before = chosen.read_text()
 
     def faster_b(config: dict) -> None:
         config["models"][1]["rl"] = {"learning_rate": 5.0e-4}
@@ -187,9 +189,12 @@ def test_changed_rl_parameter_resubmits_only_that_size(
     # The one new training job is the changed size's (its second log there).
     assert len(list((workdir / "results/logs/slurm/rule_rl_train/tiny-qwen3-b").glob("*.log"))) == 2
     new = {r: n - logs_before.get(r, 0) for r, n in job_logs(workdir).items()}
-    assert {r: n for r, n in new.items() if n} == {
-        r: n for r, n in plan.items() if r not in LOCAL_RULES
-    }
+    expected = {r: n for r, n in plan.items() if r not in LOCAL_RULES}
+    if chosen.read_text() == weights_before:
+        # A few steps of a random tiny model can leave its weights as they were (every
+        # group's reward the same: no gradient); the same weights keep their evaluation.
+        del expected["evaluate"]
+    assert {r: n for r, n in new.items() if n} == expected
     assert untouched.stat().st_mtime_ns == before
     assert planned_jobs(workdir, "--profile", PROFILE) == {}
 

@@ -47,6 +47,15 @@ error, as do calls with unreadable arguments.
 
 The history is condensed as upstream's default condenser does (``compact``): past 100
 events, or when the context is full, older turns are replaced by the model's summary.
+
+With ``prompts: upstream`` the system message is CodeAct's own
+``agenthub/codeact_agent/prompts/system_prompt_long_horizon.j2`` from the installed
+openhands-ai package (tmax.harness.upstream), rendered as OpenHands' ``PromptManager``
+renders it: a Jinja environment loading from that directory (the template includes
+others), ``cli_mode`` false, the result stripped. The user message is the task exactly as
+given: upstream has no template for it (``core/main.py`` sends the ``--task`` text as the
+first message, and with prompt extensions off, as Harbor runs it, no workspace note is
+added). Every other message stays ours: upstream writes them in code.
 """
 
 from __future__ import annotations
@@ -63,6 +72,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tmax.harness import upstream
 from tmax.harness.base import (
     Action,
     Compaction,
@@ -915,6 +925,29 @@ def event_text(turn: list[Message]) -> list[str]:
     return [truncate_middle(entry, CONDENSER_EVENT_CHARS) for entry in entries]
 
 
+# --- upstream prompts ---------------------------------------------------------------------
+
+UPSTREAM_PROMPTS = "agenthub/codeact_agent/prompts"
+UPSTREAM_SYSTEM = "system_prompt_long_horizon.j2"
+"""``AgentConfig.resolved_system_prompt_filename`` in openhands-ai 1.6.0: plan mode is on
+by default (``enable_plan_mode``), which picks this template, and Harbor does not change
+it (harbor 0.26.0 ``agents/installed/openhands.py`` sets no ``AGENT_*`` for it)."""
+UPSTREAM_SYSTEM_VARIABLES: dict[str, Any] = {"cli_mode": False}
+"""What ``Agent.get_system_message`` passes: ``AgentConfig.cli_mode``, false unless set
+(``python -m openhands.core.main``, which Harbor runs, does not set it)."""
+
+
+def upstream_system_prompt() -> str:
+    """CodeAct's system message, rendered as ``PromptManager.get_system_message`` does
+    (its ``refine_prompt`` changes nothing off Windows). Undefined variables are errors
+    here (StrictUndefined), so a template that wants more than we give stops the run."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    path = upstream.upstream_path("openhands", f"{UPSTREAM_PROMPTS}/{UPSTREAM_SYSTEM}")
+    environment = Environment(loader=FileSystemLoader(path.parent), undefined=StrictUndefined)
+    return environment.get_template(path.name).render(**UPSTREAM_SYSTEM_VARIABLES).strip()
+
+
 # --- the harness --------------------------------------------------------------------------
 
 
@@ -947,13 +980,18 @@ class OpenHandsHarness(Harness):
         return TOOLS
 
     def start(self, instruction: str, sandbox: Sandbox, trajectory: Trajectory) -> list[Message]:
+        if upstream.check_mode(self.settings.prompts) == "upstream":
+            system, user = upstream_system_prompt(), instruction  # the task as Harbor passes it
+        else:
+            system = load_prompt("openhands", "system.md").strip()
+            user = render(
+                load_prompt("openhands", "instance.md"), instruction=instruction.strip()
+            ).strip()
         self.shell.start(sandbox, width=self.width, height=self.height)
         self.editor = FileEditor(self.run, sandbox)
-        system = load_prompt("openhands", "system.md").strip()
-        user = render(load_prompt("openhands", "instance.md"), instruction=instruction.strip())
         trajectory.system(system)
-        trajectory.user(user.strip())
-        return [{"role": "system", "content": system}, {"role": "user", "content": user.strip()}]
+        trajectory.user(user)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def act(self, completion: Completion, sandbox: Sandbox, trajectory: Trajectory) -> Action:
         if not completion.tool_calls:

@@ -31,6 +31,15 @@ As in Harbor, there is no turn cap unless ``max_turns`` is set, the tool-call bu
 and the format-error limit do not apply, and the agent's time limit ends the episode;
 when the conversation nears ``max_total_tokens`` (the context this harness is given)
 the model summarises its work and carries on from the summary (``compact``).
+
+With ``prompts: upstream`` the first message is Harbor's own
+``templates/terminus-json-plain.txt`` (the template of the JSON parser, Harbor's
+default), read from the installed Harbor package (tmax.harness.upstream) and filled as
+Harbor fills it: ``str.format`` with the task as given (``instruction``) and the screen
+under ``Current Terminal Screen:`` (``terminal_state``, Harbor's first capture). Every later
+message stays ours: Harbor writes them in its code, not in templates. Harbor's other
+template, ``timeout.txt``, answers a *blocking* command that runs out of time; Terminus-2
+sends every batch non-blocking, so Harbor never uses it and neither do we.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tmax.harness import upstream
 from tmax.harness.base import Action, Compaction, Harness, HarnessSettings, load_prompt, render
 from tmax.harness.terminal import TerminalError, TerminalOutput, TmuxTerminal, restart_or_end
 from tmax.harness.trajectory import Trajectory
@@ -58,6 +68,8 @@ UNWIND_FREE_TOKENS = 4000
 """When the context overflowed, drop the latest turns until this much is free first."""
 SCREEN_TAIL_CHARS = 1000
 """How much of the screen the fallback handoffs carry (Harbor's last 1,000 characters)."""
+UPSTREAM_PROMPT = "agents/terminus_2/templates/terminus-json-plain.txt"
+"""Harbor's first-message template for ``parser_name="json"`` (its default)."""
 
 
 @dataclass(frozen=True)
@@ -305,16 +317,30 @@ class Terminus2Harness(Harness):
     def start(self, instruction: str, sandbox: Sandbox, trajectory: Trajectory) -> list[Message]:
         self.instruction = instruction.strip()
         self.pending_completion = False
+        # Read before the terminal starts, so a missing Harbor fails fast.
+        harbor_template = (
+            upstream.upstream_text("terminus-2", UPSTREAM_PROMPT)
+            if upstream.check_mode(self.settings.prompts) == "upstream"
+            else None
+        )
         screen = self.terminal.start(
             sandbox, width=self.width, height=self.height, session="terminus-2"
         )
-        prompt = render(
-            load_prompt("terminus-2", "prompt.md"),
-            instruction=self.instruction,
-            terminal_state=screen,
-            width=self.width,
-            height=self.height,
-        ).strip()
+        if harbor_template is not None:
+            # As Harbor's ``run`` fills it: str.format, the task as given, and the first
+            # incremental capture, which is the screen under its header
+            # (tmux_session.py:864–868).
+            prompt = harbor_template.format(
+                instruction=instruction, terminal_state=f"Current Terminal Screen:\n{screen}"
+            )
+        else:
+            prompt = render(
+                load_prompt("terminus-2", "prompt.md"),
+                instruction=self.instruction,
+                terminal_state=screen,
+                width=self.width,
+                height=self.height,
+            ).strip()
         trajectory.user(prompt)
         return [{"role": "user", "content": prompt}]
 

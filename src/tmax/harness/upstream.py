@@ -96,8 +96,12 @@ UPSTREAM: dict[str, UpstreamSource] = {
     "openhands": UpstreamSource(
         distribution="openhands-ai",
         package="openhands",
-        version="see docs/harnesses.md",
-        install=".venv/bin/pip install --no-deps openhands-ai==<version in docs/harnesses.md>",
+        version="1.6.0",
+        # It asks for Python 3.12; nothing of it is imported, so the 3.11 venv holds it.
+        install=(
+            ".venv/bin/pip install --no-deps --no-compile --ignore-requires-python "
+            "openhands-ai==1.6.0"
+        ),
     ),
 }
 """Harness name → upstream source."""
