@@ -8,8 +8,6 @@ options against the fake ``singularity`` of test_apptainer.py.
 
 from __future__ import annotations
 
-import os
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -17,7 +15,7 @@ import pytest
 
 from tests.conftest import FIXTURE_TASKS
 from tests.sandbox.test_apptainer import fake, start_args, toolbox  # noqa: F401 (fixtures)
-from tests.sandbox.test_sandbox import host_server  # noqa: F401 (fixture)
+from tests.sandbox.test_sandbox import _available, backend, host_server  # noqa: F401 (fixtures)
 from tmax.sandbox.apptainer import ApptainerSandbox
 from tmax.sandbox.base import (
     Limits,
@@ -202,7 +200,6 @@ def test_apptainer_starts_with_a_network_when_only_the_verifier_has_one(
 
 # --- enforcement in real sandboxes -----------------------------------------------------
 
-BACKENDS = ["podman", "bwrap"]
 ANSWER_TASK = FIXTURE_TASKS / "answer-checked-by-pytest"
 PYTHON = "/opt/tmax/bin/python3 -I -S -c"
 PROBE = (
@@ -215,22 +212,6 @@ PROBE = (
 its loopback works, and (bwrap: the host's own namespace) the host's loopback server."""
 
 
-def _available(backend: str) -> str | None:
-    if os.geteuid() != 0:
-        return "sandbox tests need root (rootful podman, cgroups for bwrap)"
-    if shutil.which(backend) is None or shutil.which("debootstrap") is None:
-        return f"{backend} or debootstrap is not installed (./setup.sh installs them)"
-    return None
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    reason = _available(request.param)
-    if reason:
-        pytest.skip(reason)
-    return request.param
-
-
 def _seen(output: str) -> dict[str, str]:
     return {
         line.split(" ", 1)[0]: line.partition(" ")[2].strip()
@@ -239,11 +220,11 @@ def _seen(output: str) -> dict[str, str]:
     }
 
 
-def _online(seen: dict[str, str], backend: str) -> bool:
+def _online(seen: dict[str, str], kind: str) -> bool:
     interfaces = seen["IFACES"].split()
     assert "lo" in interfaces, seen
     reached = [i for i in interfaces if i != "lo"] != []
-    if backend == "bwrap":  # the host's own namespace: its loopback server answers too
+    if kind == "bwrap":  # the host's own namespace: its loopback server answers too
         assert (seen["HOST"] == "host-secret") is reached, seen
     return reached
 
@@ -260,7 +241,7 @@ def _verify(box: Sandbox, tmp_path: Path, port: int) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_an_offline_agent_stays_offline_while_its_verifier_has_the_network(
-    backend: str,
+    backend: str,  # noqa: F811 (the imported fixture)
     host_server: int,  # noqa: F811 (the imported fixture)
     tmp_path: Path,
 ) -> None:
@@ -284,7 +265,7 @@ def test_an_offline_agent_stays_offline_while_its_verifier_has_the_network(
 
 @pytest.mark.slow
 def test_a_verifier_without_network_gets_its_own_loopback_only(
-    backend: str,
+    backend: str,  # noqa: F811 (the imported fixture)
     host_server: int,  # noqa: F811 (the imported fixture)
     tmp_path: Path,
 ) -> None:
