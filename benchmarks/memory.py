@@ -1,7 +1,9 @@
 """Training memory: the peak memory of one DPPO micro-batch at 4k and 16k tokens, with
 and without gradient checkpointing (``rl.gradient_checkpointing``), and the peak memory
 per rank of loading a model into DeepSpeed ZeRO-3 on 2 CPU ranks, with and without
-partitioned loading (:func:`tmax.rl.learner.load_partitioned`), as ratios.
+partitioned loading (:func:`tmax.rl.learner.load_partitioned`), and the peak memory per
+rank of one 16k-token micro-batch split over 2 ranks (``rl.sequence_parallel_size``)
+against one process holding it whole, as ratios.
 
 Run (after ./setup.sh): .venv/bin/python benchmarks/memory.py [--quick]
 
@@ -49,24 +51,34 @@ def resident_bytes() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def run_case(tokens: int, checkpointing: bool) -> dict[str, float]:
-    """One micro-batch in this process (a fresh one: ru_maxrss is a high-water mark)."""
+def run_case(tokens: int, checkpointing: bool, split: bool = False) -> dict[str, float]:
+    """One micro-batch in this process (a fresh one: ru_maxrss is a high-water mark);
+    with ``split``, as one rank of a sequence group of 2 (RANK etc. set by
+    :func:`measure_sequence`) that scores its half of the sequence."""
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    from tmax.rl.learner import enable_gradient_checkpointing
+    from tmax.rl.learner import enable_gradient_checkpointing, init_distributed
     from tmax.rl.loss import sequence_logprobs
+    from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
 
     torch.manual_seed(0)
     torch.set_num_threads(int(os.environ.get("TMAX_BENCH_THREADS", "2")))
-    model = AutoModelForCausalLM.from_config(Qwen3Config(**SHAPE))
+    model = AutoModelForCausalLM.from_config(Qwen3Config(**SHAPE), attn_implementation="sdpa")
+    shard = None
+    if split:
+        init_distributed()
+        shard = sequence_groups(2, timeout_s=600)
+        assert shard is not None
+        split_token_mixers(model, shard)
     if checkpointing:
         enable_gradient_checkpointing(model)
     model.train()
 
     def micro_batch(length: int) -> None:
-        ids = torch.randint(0, SHAPE["vocab_size"], (1, length))
-        logprobs, _ = sequence_logprobs(model, ids, torch.ones_like(ids), fp32_lm_head=True)
+        ids = torch.randint(0, SHAPE["vocab_size"], (1, length),
+                            generator=torch.Generator().manual_seed(length))  # fmt: skip
+        logprobs, _ = sequence_logprobs(model, ids, torch.ones_like(ids), shard=shard)
         logprobs.sum().backward()
         model.zero_grad(set_to_none=True)
 
@@ -79,10 +91,60 @@ def run_case(tokens: int, checkpointing: bool) -> dict[str, float]:
     return {"peak_above_weights_gb": (peak - before) / 1e9, "seconds": seconds}
 
 
-def measure(tokens: int, checkpointing: bool) -> dict[str, float]:
+def measure_sequence(tokens: int) -> list[dict[str, float]]:
+    return run_two_ranks(["--sequence-rank", str(tokens)], "sequence rank")
+
+
+def run_two_ranks(arguments: list[str], what: str, ranks: int = 2) -> list[dict[str, float]]:
+    """This script with ``arguments`` as ``ranks`` gloo ranks; each rank's last JSON line."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    procs = []
+    for rank in range(ranks):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(ranks),
+               "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+               "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1",
+               "TMAX_BENCH_THREADS": "1"}  # fmt: skip
+        procs.append(subprocess.Popen([sys.executable, __file__, *arguments], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))  # fmt: skip
+    results = []
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"{what} failed:\n{err[-3000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+def sequence(quick: bool) -> None:
+    tokens = 2048 if quick else 16384
+    whole = measure(tokens, True, threads=1)
+    ranks = measure_sequence(tokens)
+    peak = max(r["peak_above_weights_gb"] for r in ranks)
+    slowest = max(r["seconds"] for r in ranks)
+    print(f"\none {tokens}-token micro-batch with checkpointing, random Qwen3 as above, fp32, "
+          "one thread per process:")  # fmt: skip
+    print(f"{'':>24} {'peak GB':>8} {'seconds':>8}")
+    whole_gb, whole_s = whole["peak_above_weights_gb"], whole["seconds"]
+    print(f"{'one process, whole':>24} {whole_gb:>8.2f} {whole_s:>8.1f}")
+    for index, rank in enumerate(ranks):
+        print(f"{f'rank {index} of 2, its half':>24} {rank['peak_above_weights_gb']:>8.2f} "
+              f"{rank['seconds']:>8.1f}")  # fmt: skip
+    print(
+        f"memory per rank: {whole['peak_above_weights_gb'] / peak:.2f}x less; "
+        f"time: {slowest / whole['seconds']:.2f}x the single process's"
+    )
+
+
+def measure(tokens: int, checkpointing: bool, threads: int | None = None) -> dict[str, float]:
+    env = {**os.environ, **({"TMAX_BENCH_THREADS": str(threads)} if threads else {})}
     out = subprocess.run(
         [sys.executable, __file__, "--case", str(tokens), str(int(checkpointing))],
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     if out.returncode != 0:
         raise RuntimeError(f"case {tokens} tokens, checkpointing {checkpointing}:\n{out.stderr}")
@@ -160,26 +222,8 @@ def load_rank(model_dir: Path, partitioned: bool) -> dict[str, float]:
 
 
 def measure_loading(model_dir: Path, partitioned: bool, ranks: int = 2) -> list[dict[str, float]]:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    procs = []
-    for rank in range(ranks):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(ranks),
-               "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-               "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1"}  # fmt: skip
-        command = [sys.executable, __file__, "--load", str(model_dir), str(int(partitioned))]
-        procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))  # fmt: skip
-    results = []
-    for proc in procs:
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            raise RuntimeError(f"loading rank failed:\n{err[-3000:]}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+    arguments = ["--load", str(model_dir), str(int(partitioned))]
+    return run_two_ranks(arguments, "loading rank", ranks)
 
 
 def loading(quick: bool) -> None:
@@ -216,7 +260,9 @@ def main() -> None:
     parser.add_argument("--case", nargs=2, type=int, metavar=("TOKENS", "CHECKPOINTING"),
                         help=argparse.SUPPRESS)  # fmt: skip
     parser.add_argument("--load", nargs=2, metavar=("DIR", "PARTITIONED"), help=argparse.SUPPRESS)
-    parser.add_argument("--only", choices=["activations", "loading"], help="one part only")
+    parser.add_argument("--sequence-rank", type=int, metavar="TOKENS", help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=["activations", "loading", "sequence"],
+                        help="one part only")  # fmt: skip
     args = parser.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case[0], bool(args.case[1]))))
@@ -224,10 +270,15 @@ def main() -> None:
     if args.load:
         print(json.dumps(load_rank(Path(args.load[0]), bool(int(args.load[1])))))
         return
-    if args.only != "loading":
+    if args.sequence_rank:
+        print(json.dumps(run_case(args.sequence_rank, checkpointing=True, split=True)))
+        return
+    if args.only in (None, "activations"):
         activations(args.quick)
-    if args.only != "activations":
+    if args.only in (None, "loading"):
         loading(args.quick)
+    if args.only in (None, "sequence"):
+        sequence(args.quick)
 
 
 def activations(quick: bool) -> None:

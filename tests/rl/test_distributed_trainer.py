@@ -21,6 +21,7 @@ from tests.rl.ranks import run_ranks
 from tmax.rl.collective import balanced_shards
 from tmax.rl.engine import TransformersEngine
 from tmax.rl.learner import LocalLearner
+from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
 from tmax.rl.trainer import RLSettings, Trainer
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
@@ -38,8 +39,11 @@ COLLECTIVE_TIMEOUT_S = 3.0
 def settings(steps: int) -> RLSettings:
     # Synchronous (async_steps 0): the groups of a step come from the latest weights in
     # both runs, so the comparison does not depend on thread timing.
+    # 4 samples of 4 tokens per micro-batch: several micro-batches per rank and step,
+    # which ZeRO-3 must add up (not overwrite) before the step.
     return RLSettings(group_size=8, prompts_per_step=4, steps=steps, learning_rate=LR,
-                      async_steps=0, checkpoint_every=2, seed=0)  # fmt: skip
+                      async_steps=0, checkpoint_every=2, micro_batch_tokens=16,
+                      seed=0)  # fmt: skip
 
 
 def tiny_model() -> torch.nn.Module:
@@ -170,14 +174,20 @@ def run_worker(out: Path) -> None:
         return
     where = init_distributed()
     main = where.rank == 0
+    # "sequence": the two ranks form one sequence group and split every episode.
+    shard = sequence_groups(WORLD_SIZE, timeout_s=60) if (out / "sequence").exists() else None
 
     def trainer(steps: int) -> Trainer:
-        learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False,
+        model = tiny_model()
+        if shard is not None:
+            split_token_mixers(model, shard)
+        learner = DeepSpeedLearner(model, lr=LR, zero_stage=3, bf16=False,
                                    max_grad_norm=1.0, eps=EPS)  # fmt: skip
         # Only rank 0 holds an engine and the tasks; it starts from the same weights.
         engine = TransformersEngine(tiny_model()) if main else None
         env = target_env() if main else None
-        return Trainer(env, engine, learner, settings(steps), out / "run")  # type: ignore[arg-type]
+        return Trainer(env, engine, learner, settings(steps), out / "run",  # type: ignore[arg-type]
+                       sequence=shard)  # fmt: skip
 
     first = trainer(3)
     first.train()
@@ -195,7 +205,11 @@ def run_worker(out: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
-def test_two_ranks_train_as_one_process_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("split", ["episodes", "sequence"])
+def test_two_ranks_train_as_one_process_does(tmp_path: Path, split: str) -> None:
+    """The ranks share the episodes (data parallel) or split each one (a sequence group)."""
+    if split == "sequence":
+        (tmp_path / "sequence").touch()
     run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
 
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]

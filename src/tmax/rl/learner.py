@@ -528,6 +528,27 @@ def load_partitioned(
     return model, keep
 
 
+WHOLE_UNDER_ZERO3 = ("GatedDeltaNet",)
+"""Class-name endings of modules whose forward reads a child module's weight directly."""
+
+
+def gather_whole_modules(model: nn.Module) -> list[str]:
+    """Under ZeRO-3 a parameter is gathered only while its own module runs, but a Gated
+    DeltaNet layer (Qwen3.5) reads ``conv1d.weight`` without calling ``conv1d``, which
+    then sees an empty partition. Such modules become DeepSpeed leaf modules: all their
+    parameters are gathered when they run. Returns the class names it marked."""
+    from deepspeed.runtime.zero.partition_parameters import register_external_parameter
+
+    names = set()
+    for module in model.modules():
+        if type(module).__name__.endswith(WHOLE_UNDER_ZERO3):
+            for child in module.children():
+                for parameter in child.parameters(recurse=False):
+                    register_external_parameter(module, parameter)
+            names.add(type(module).__name__)
+    return sorted(names)
+
+
 class DeepSpeedLearner:
     """One process per GPU, DeepSpeed ZeRO (stage 3 in the paper), AdamW at a constant lr.
 
@@ -575,6 +596,8 @@ class DeepSpeedLearner:
         self.rank = dist.get_rank()
         self.world_size = dist.get_world_size()
         self.zero_stage = zero_stage
+        if zero_stage == 3:
+            gather_whole_modules(model)
         engine, *_ = deepspeed.initialize(
             model=model,
             model_parameters=[p for p in model.parameters() if p.requires_grad],

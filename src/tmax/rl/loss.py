@@ -34,6 +34,8 @@ from torch.utils.checkpoint import checkpoint
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
+    from tmax.rl.sequence_parallel import SequenceShard
+
 Divergence = Literal["binary_tv", "binary_kl"]
 DIVERGENCES: tuple[str, ...] = ("binary_tv", "binary_kl")
 
@@ -437,6 +439,7 @@ def sequence_logprobs(
     temperature: float = 1.0,
     fp32_lm_head: bool = True,
     chunk_size: int = 1024,
+    shard: SequenceShard | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Next-token log-probs and entropies of ``input_ids[:, 1:]`` under a transformers causal LM.
 
@@ -449,14 +452,40 @@ def sequence_logprobs(
 
     Shapes: ``input_ids``, ``attention_mask``: ``[B, T]``; returns ``(logprobs [B, T − 1],
     entropy [B, T − 1])``.
+
+    With ``shard`` (sequence parallelism, :mod:`tmax.rl.sequence_parallel`; the rows must be
+    right-padded) this rank scores only its slice of the positions: both results are
+    :meth:`~tmax.rl.sequence_parallel.SequenceShard.split_scores` of the whole ones.
+
+    ``model`` may be a DeepSpeed engine: the scoring then runs as the engine's forward,
+    which ZeRO-3 needs once per micro-batch (without it the gradients of several
+    micro-batches before a step overwrite instead of adding up).
     """
+    wrapped = getattr(model, "module", None)
+    if isinstance(wrapped, torch.nn.Module) and hasattr(model, "optimizer"):
+
+        def forward() -> tuple[Tensor, Tensor]:
+            return sequence_logprobs(wrapped, input_ids, attention_mask,
+                                     temperature=temperature, fp32_lm_head=fp32_lm_head,
+                                     chunk_size=chunk_size, shard=shard)  # fmt: skip
+
+        wrapped.forward = forward  # type: ignore[method-assign]
+        try:
+            return model()  # type: ignore[no-any-return]
+        finally:
+            del wrapped.forward
     body = model.base_model
     if body is model:
         raise ValueError(f"{type(model).__name__} has no separate body (base_model) to run")
-    outputs: Any = body(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
-    hidden = outputs.last_hidden_state
+    if shard is None:
+        outputs: Any = body(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        hidden = outputs.last_hidden_state[:, :-1]
+        targets, target_is_token = input_ids[:, 1:], attention_mask[:, 1:].bool()
+    else:
+        local, positions, targets, target_is_token = shard.split_tokens(input_ids, attention_mask)
+        outputs = body(input_ids=local, position_ids=positions, use_cache=False)
+        hidden = outputs.last_hidden_state
     head = model.get_output_embeddings()
-    targets = input_ids[:, 1:]
 
     def scored(hidden_states: Tensor) -> tuple[Tensor, Tensor]:
         return token_logprobs(
@@ -474,10 +503,9 @@ def sequence_logprobs(
     # reduced back to the partitions by the same hooks.
     head.forward = scored  # type: ignore[method-assign]
     try:
-        logp, entropy = head(hidden[:, :-1])
+        logp, entropy = head(hidden)
     finally:
         del head.forward
-    target_is_token = attention_mask[:, 1:].bool()
     return (
         torch.where(target_is_token, logp, torch.zeros_like(logp)),
         torch.where(target_is_token, entropy, torch.zeros_like(entropy)),

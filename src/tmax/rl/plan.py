@@ -273,7 +273,16 @@ def parameter_counts(architecture: Architecture) -> ParameterCounts:
 
 
 def layer_activation_bytes(architecture: Architecture, layer_type: str, dtype_bytes: int) -> int:
-    """Bytes per token that one decoder layer keeps for backward (no checkpointing).
+    """Bytes per token that one decoder layer keeps for backward (no checkpointing):
+    the sum of :func:`layer_parts`."""
+    return sum(layer_parts(architecture, layer_type, dtype_bytes))
+
+
+def layer_parts(architecture: Architecture, layer_type: str, dtype_bytes: int) -> tuple[int, int]:
+    """Bytes per token that one decoder layer keeps for backward (no checkpointing), as
+    ``(token-local, token mixer)``: its two norms and MLP, and its attention or Gated
+    DeltaNet without the input norm (the part that sees the whole sequence under
+    sequence parallelism).
 
     With ``a`` = activation bytes (2 bf16, 4 fp32), H hidden, I intermediate, q = heads ×
     head_dim, kv = KV heads × head_dim, n = heads, and ``norm(d)`` an RMSNorm over width d:
@@ -308,14 +317,14 @@ def layer_activation_bytes(architecture: Architecture, layer_type: str, dtype_by
         heads = architecture.linear_num_value_heads
         mixer = norm(H) + 2 * a * conv + a * value + 3 * a * heads + 8 * heads
         mixer += 256 * heads + a * value + 12 * value + 3 * a * value
-        return mixer + mlp
+        return norm(H) + mlp, mixer - norm(H)
     n, d = architecture.num_attention_heads, architecture.head_dim
     q, kv = n * d, architecture.num_key_value_heads * d
     mixer = norm(H) + norm(q, n) + 2 * a * q + norm(kv, architecture.num_key_value_heads)
     mixer += 2 * a * kv + a * kv + 2 * a * q + 4 * n
     if zero_centred:  # the attention output gate
         mixer += 2 * a * q
-    return mixer + mlp
+    return norm(H) + mlp, mixer - norm(H)
 
 
 def _zero_centred(architecture: Architecture) -> bool:
@@ -354,6 +363,7 @@ def activation_memory(
     fp32_head: bool = True,
     chunk_size: int = HEAD_CHUNK,
     zero3: bool = True,
+    sequence_parallel: int = 1,
 ) -> Activations:
     """The activation memory of one micro-batch of ``tokens`` tokens (one sequence, or
     right-padded rows whose padding counts as tokens), as the trainer computes it
@@ -377,18 +387,32 @@ def activation_memory(
       the 16-bit dtype).
     DeepSpeed's estimator already counts the largest layer gathered (parameter and
     gradient, 16-bit), so that is not repeated here.
+
+    With ``sequence_parallel`` = P > 1 (:mod:`tmax.rl.sequence_parallel`) a rank holds
+    ``t = ⌈T/P⌉`` tokens of everything but the token mixers, which run on all ``T``
+    (:func:`layer_parts`), keep the gathered input (``a·H`` per token) and the gathered
+    rotary tables, and whose backward holds the whole input's gradient and its
+    all-reduced copy (``2·a·H`` per token).
     """
     a, H, V = dtype_bytes, architecture.hidden_size, architecture.vocab_size
-    per_layer = [layer_activation_bytes(architecture, t, a) for t in architecture.layer_types]
+    if sequence_parallel < 1:
+        raise ValueError(f"sequence_parallel must be at least 1, got {sequence_parallel}")
+    split = sequence_parallel > 1
+    local = -(-tokens // sequence_parallel)
+    parts = [layer_parts(architecture, t, a) for t in architecture.layer_types]
+    gathered = a * H if split else 0
+    per_layer = [local * own + tokens * (mixer + gathered) for own, mixer in parts]
     final_norm = norm_bytes(architecture, H, a)
     rotary = 2 * a * architecture.head_dim
-    plain = tokens * (sum(per_layer) + final_norm + rotary)
-    checkpointed = tokens * (architecture.num_hidden_layers * a * H + max(per_layer))
-    checkpointed += tokens * (final_norm + rotary)
-    transient = tokens * (2 * a * architecture.intermediate_size + 2 * a * H)
-    head = tokens * ((4 * H if a != 4 else 0) + 16)
+    whole_rotary = tokens * rotary if split else 0
+    plain = sum(per_layer) + local * (final_norm + rotary) + whole_rotary
+    checkpointed = local * architecture.num_hidden_layers * a * H + max(per_layer)
+    checkpointed += local * (final_norm + rotary) + whole_rotary
+    transient = local * (2 * a * architecture.intermediate_size + 2 * a * H)
+    transient += tokens * 2 * a * H if split else 0
+    head = local * ((4 * H if a != 4 else 0) + 16)
     if fp32_head or a == 4:
-        head += HEAD_CHUNK_COPIES * min(chunk_size, tokens) * V * 4
+        head += HEAD_CHUNK_COPIES * min(chunk_size, local) * V * 4
     if fp32_head and a != 4:
         head += V * H * 8
     buffers = (ZERO3_REDUCE_BUCKET + ZERO3_PREFETCH_BUCKET) * a if zero3 else 0
@@ -520,10 +544,17 @@ def plan_model(
         "which is 18 bytes as well. torch's AdamW step allocates temporaries of about one "
         "fp32 partition more; it runs after backward, when the activations are gone."
     )
-    acts = activation_memory(architecture, tokens, fp32_head=bool(rl.get("fp32_lm_head", True)))
+    fp32_head = bool(rl.get("fp32_lm_head", True))
+    ranks = training_nodes * ranks_per_node
+    sequence = int(rl.get("sequence_parallel_size") or 1)
+    if ranks % sequence:
+        raise ValueError(
+            f"{name}: rl.sequence_parallel_size ({sequence}) must divide the training ranks "
+            f"({ranks} = rl.training_nodes {training_nodes} × {ranks_per_node} per node)"
+        )
+    acts = activation_memory(architecture, tokens, fp32_head=fp32_head, sequence_parallel=sequence)
     states_gib = gpu_bytes / GIB
     act_gib = acts.total(checkpointing) / GIB
-    fp32_head = bool(rl.get("fp32_lm_head", True))
     overhead = hardware.gpu_reserve_gib
     # The knobs that can make it fit: more ranks shrink only the model states, a smaller
     # budget only micro-batches of several episodes; what is left is the episode length.
@@ -535,9 +566,18 @@ def plan_model(
     if act_gib + overhead < gpu:
         train_knobs.append("rl.training_nodes")
 
-    def fits_with(length: int) -> bool:
-        used = activation_memory(architecture, length, fp32_head=fp32_head).total(checkpointing)
+    def fits_with(length: int, split: int = sequence) -> bool:
+        used = activation_memory(
+            architecture, length, fp32_head=fp32_head, sequence_parallel=split
+        ).total(checkpointing)
         return states_gib + used / GIB + overhead <= gpu
+
+    # The smallest sequence group (dividing the ranks) that makes the episode fit.
+    if not fits_with(tokens):
+        larger = [n for n in range(sequence + 1, ranks + 1) if ranks % n == 0]
+        enough = next((n for n in larger if fits_with(tokens, n)), None)
+        if enough is not None:
+            train_knobs.append(f"rl.sequence_parallel_size ({enough} fits)")
 
     longest = 0
     if not fits_with(tokens):
@@ -547,10 +587,13 @@ def plan_model(
             low, high = (middle, high) if fits_with(middle) else (low, middle)
         longest = low
         train_knobs.append(f"rl.max_total_tokens (at most {longest:,} fits)")
+    if sequence > 1:
         notes.append(
-            "The paper splits each episode over 4 GPUs for training (DeepSpeed Ulysses "
-            "sequence parallelism, open-instruct's sequence_parallel_size 4), which divides "
-            "the activations by 4; tmax's learner does not do sequence parallelism yet."
+            f"Each episode is split over {sequence} ranks (rl.sequence_parallel_size): "
+            f"everything but the token mixers holds 1/{sequence} of the tokens; each mixer "
+            "gathers the whole sequence (exact for Gated DeltaNet too) and is computed on "
+            "every rank of the group. The paper's release uses DeepSpeed Ulysses (attention "
+            "split by heads) with the same group size."
         )
     checks = [
         Check(

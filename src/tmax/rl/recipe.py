@@ -23,6 +23,7 @@ OPERATIONAL_SETTINGS = frozenset(
         # memory: the same gradients, computed in other pieces
         "micro_batch_tokens",
         "gradient_checkpointing",
+        "sequence_parallel_size",
         # concurrency
         "rollout_workers",
         "groups_in_flight",

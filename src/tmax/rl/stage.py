@@ -364,6 +364,14 @@ def train_rank(
                                        zero_stage=rl["zero_stage"])  # fmt: skip
     else:
         (model, _), keep = _load(Path(model_dir)), None
+    sequence = None
+    if int(rl.get("sequence_parallel_size") or 1) > 1:
+        from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
+
+        sequence = sequence_groups(int(rl["sequence_parallel_size"]),
+                                   timeout_s=float(rl["collective_timeout_sec"]))  # fmt: skip
+        assert sequence is not None
+        split_token_mixers(model, sequence)
     if rl["gradient_checkpointing"]:
         enable_gradient_checkpointing(model)
     if distributed:
@@ -388,7 +396,7 @@ def train_rank(
     kept = snapshot_steps(settings.steps, rl["select_every"])
     try:
         trainer = Trainer(env, engine, learner, settings, Path(run_dir), snapshot=snapshot,
-                          snapshot_steps=kept)  # fmt: skip
+                          snapshot_steps=kept, sequence=sequence)  # fmt: skip
         state = trainer.train()
     finally:
         if hasattr(env, "close"):

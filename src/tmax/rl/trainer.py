@@ -59,6 +59,7 @@ from tmax.rl.loss import (
     zero_std_groups,
 )
 from tmax.rl.rollout import EpisodeCancelled, Sample
+from tmax.rl.sequence_parallel import SequenceShard
 
 log = logging.getLogger("tmax.rl")
 
@@ -411,14 +412,24 @@ class Trainer:
         *,
         snapshot_steps: Collection[int] = (),
         snapshot: Callable[[int, dict[str, torch.Tensor]], None] | None = None,
+        sequence: SequenceShard | None = None,
     ) -> None:
         """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks).
+
+        With ``sequence`` (``rl.sequence_parallel_size`` > 1, :mod:`tmax.rl.sequence_parallel`)
+        the ranks of each sequence group get the same episodes and each scores its slice
+        of every sequence; the episodes are shared by tokens over the groups.
 
         After each step in ``snapshot_steps`` the full weights are gathered (a collective)
         and rank 0 calls ``snapshot(step, weights)`` (checkpoint selection keeps them),
         before that step's checkpoint, so a resumed run never lacks an earlier snapshot.
         """
         self.rank, self.world_size = collective.rank_and_size()
+        self.sequence = sequence
+        self.sequence_size = sequence.size if sequence is not None else 1
+        if self.world_size % self.sequence_size:
+            raise ValueError(f"{self.world_size} ranks do not split into sequence groups of "
+                             f"{self.sequence_size}")  # fmt: skip
         self.env, self.engine, self.learner, self.settings = env, engine, learner, settings
         self.run_dir = run_dir
         self.checkpoints = run_dir / "checkpoints"
@@ -570,7 +581,10 @@ class Trainer:
         if groups:
             advantages = group_advantages(rewards, normalize_std=settings.advantage == "std")
             flat = advantages.flatten().tolist()
-        split = collective.balanced_shards([len(s.tokens) for s in samples], self.world_size)
+        # Shared by tokens over the data-parallel groups; the ranks of a sequence group
+        # (consecutive ranks) get the same order.
+        groups_of_ranks = self.world_size // self.sequence_size
+        split = collective.balanced_shards([len(s.tokens) for s in samples], groups_of_ranks)
         step = self.state.step + 1
         due = step % settings.checkpoint_every == 0 or step == settings.steps
         orders = [
@@ -582,6 +596,7 @@ class Trainer:
                 checkpoint=due,
             )
             for part in split
+            for _ in range(self.sequence_size)
         ]
         version = self.state.policy_version
 
@@ -659,11 +674,16 @@ class Trainer:
         response tokens, all ranks together), one optimizer step."""
         settings = self.settings
         batches = list(micro_batches(samples, advantages, settings.micro_batch_tokens))
+        if self.sequence is not None:  # this rank scores its slice of every sequence
+            batches = [_slice_scores(b, self.sequence) for b in batches]
         total_tokens = global_token_count(b["response_mask"] for b in batches)
         # Under ZeRO-3 every forward/backward is a collective: all ranks run as many
         # micro-batches as the busiest one, the others padding with empty ones.
         rounds = collective.all_max(len(batches))
-        batches += [_empty_batch()] * (rounds - len(batches))
+        empty = _empty_batch()
+        if self.sequence is not None:
+            empty = _slice_scores(empty, self.sequence)
+        batches += [empty] * (rounds - len(batches))
         model = self.learner.model
         model.train()
         device = next(model.parameters()).device
@@ -677,6 +697,7 @@ class Trainer:
                 batch["attention_mask"],
                 temperature=settings.temperature,
                 fp32_lm_head=settings.fp32_lm_head,
+                shard=self.sequence,
             )
             mask = batch["response_mask"]
             if settings.loss == "dppo":
@@ -856,6 +877,17 @@ def _collate(samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str
         "response_mask": loss_mask[:, 1:],
         "behaviour_logprobs": behaviour[:, 1:],
         "advantages": torch.tensor(advantages, dtype=torch.float32),
+    }
+
+
+def _slice_scores(batch: dict[str, torch.Tensor], shard: SequenceShard) -> dict[str, torch.Tensor]:
+    """``batch`` with its next-token tensors cut to this rank's slice of the positions
+    (the tokens stay whole: :func:`tmax.rl.loss.sequence_logprobs` slices them)."""
+    length = batch["input_ids"].shape[1]
+    return {
+        **batch,
+        "response_mask": shard.split_scores(batch["response_mask"], length),
+        "behaviour_logprobs": shard.split_scores(batch["behaviour_logprobs"], length),
     }
 
 
