@@ -424,12 +424,13 @@ def test_a_server_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> 
     assert "no-model" in (tmp_path / "engines" / "vllm0.log").read_text()
 
 
-def test_a_dead_server_s_share_goes_to_the_other_and_a_push_names_it(
+def test_a_dead_server_s_share_goes_to_the_other_and_training_goes_on(
     tied: VLLMEngine, vllm_pair_dir: Path, model_dir: Path
 ) -> None:
     """Fault injection: one of two engine servers killed between steps. Its requests go
-    to the other (a turn in flight too); the next push fails at once naming it instead
-    of hanging in the weight group. (The last test of the pair: it kills server 1.)"""
+    to the other (a turn in flight too); the next push forms the weight group again
+    over the survivor, which then serves the new weights. (The last test of the pair:
+    it kills server 1.)"""
     supervisor = json.loads(address_file(vllm_pair_dir, 1).read_text())["pid"]
     [leader], _ = server_processes(supervisor)
     os.kill(leader, signal.SIGKILL)
@@ -441,5 +442,16 @@ def test_a_dead_server_s_share_goes_to_the_other_and_a_push_names_it(
     assert len(generations) == 6
     assert [c.alive for c in tied.clients] == [True, False]
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    with pytest.raises(EngineServerError, match=r"engine server 1 .* stopped answering"):
-        tied.update_weights(LocalLearner(model, lr=1e-2).full_state_dict(), version=21)
+    learner = LocalLearner(model, lr=1e-2)
+    prompts = PROMPTS * 2
+    dppo_step(learner, prompts, generations)  # weights the survivor has not seen
+    assert max_gap(learner.model, prompts, sample(tied, prompts)) > 1e-3
+    tied.update_weights(learner.full_state_dict(), version=21)
+    assert tied.clients[0].weight_version() == "21" and tied.policy_version == 21
+    after = sample(tied, prompts)
+    assert max_gap(learner.model, prompts, after) <= 1e-5  # it serves the pushed weights
+    # Every engine gone: a push says so instead of hanging.
+    tied.clients[0].alive = False
+    with pytest.raises(EngineServerError, match="every engine server is gone"):
+        tied.update_weights(learner.full_state_dict(), version=22)
+    tied.clients[0].alive = True

@@ -535,8 +535,11 @@ WHOLE_UNDER_ZERO3 = ("GatedDeltaNet",)
 def gather_whole_modules(model: nn.Module) -> list[str]:
     """Under ZeRO-3 a parameter is gathered only while its own module runs, but a Gated
     DeltaNet layer (Qwen3.5) reads ``conv1d.weight`` without calling ``conv1d``, which
-    then sees an empty partition. Such modules become DeepSpeed leaf modules: all their
-    parameters are gathered when they run. Returns the class names it marked."""
+    then sees an empty partition. Their children's parameters are registered as the
+    module's external parameters (DeepSpeed's ``register_external_parameter``), so
+    they are gathered while it runs, backward included. (Making the module a DeepSpeed
+    leaf module instead left ``out_proj``'s weight empty in the backward.) Returns the
+    class names it found."""
     from deepspeed.runtime.zero.partition_parameters import register_external_parameter
 
     names = set()

@@ -342,6 +342,9 @@ class VLLMEngine:
         self._group = ServerGroup(self.clients, settings.tensor_parallel)
         self._host = host or socket.gethostname()
         self._sender: TorchSender | None = None
+        self._retired: list[Any] = []
+        """Weight groups left behind by a dead server, never torn down (destroying a
+        group whose peer died can block)."""
         self._choose = threading.Lock()
         self._on_close = on_close
         self.policy_version = 0
@@ -422,6 +425,18 @@ class VLLMEngine:
             self._forget(client)
 
     def _weight_sender(self) -> TorchSender:
+        live = self.live()
+        if live != self._group.servers:
+            # A server died: the weight group is formed over those still answering; they
+            # leave the old one behind when they join it (tmax.rl.vllm_plugin).
+            left_out = [c.name for c in self._group.servers if c not in live]
+            log.warning("weight group over %d live server(s), without %s", len(live),
+                        ", ".join(left_out))  # fmt: skip
+            if self._sender is not None:
+                self._retired.append(self._sender)
+                self._sender = None
+            self._group.close()
+            self._group = ServerGroup(live, self.settings.tensor_parallel)
         if self._sender is None:
             from tmax.rl.weight_transfer import TorchSender
 
@@ -435,17 +450,13 @@ class VLLMEngine:
         """Push ``state_dict`` into every engine (the caller makes sure nothing is being
         generated); returns once each serves ``version``.
 
-        A server that stopped answering cannot take part: it is a member of the weight
-        group, which would hang or break. The push then fails naming it, before anything
-        is sent; the job ends and its retry resumes from the last checkpoint with fresh
-        servers. (Rebuilding the group over the live servers hung the survivor's worker
-        in a CPU test, so it is not done.)"""
+        A server that stopped answering (between pushes) is left out: the weight group
+        is formed again over the others, which take its share of the requests, and
+        training goes on. A server that dies during a push fails it (a broadcast with a
+        dead peer errors or times out); the trainer then checkpoints and the job's
+        retry resumes with fresh servers."""
         started = time.monotonic()
         self.forget_dead()
-        gone = [c.name for c in self.clients if not c.alive]
-        if gone:
-            raise EngineServerError(f"cannot push version {version}: {', '.join(gone)} stopped "
-                                    "answering, and the weight group includes it")  # fmt: skip
         sender = self._weight_sender()
         self.pushed_bytes = sender.send_weights(state_dict, version)
         live = self.live()

@@ -225,6 +225,10 @@ class TorchWeightTransferEngine(_CheckedLoads, _engine_base()):  # type: ignore[
                  model: torch.nn.Module) -> None:  # fmt: skip
         super().__init__(config, vllm_config, device, model)
         self.group: wt.TorchGroup | None = None
+        self._retired: list[wt.TorchGroup] = []
+        """Groups this worker was in before the trainer formed a new one (an engine
+        server died): kept, never torn down, since destroying a group whose peer died
+        can block."""
         self.bucket_bytes = wt.BUCKET_BYTES
         self.kind = "gloo"
 
@@ -241,6 +245,8 @@ class TorchWeightTransferEngine(_CheckedLoads, _engine_base()):  # type: ignore[
             )
         self.bucket_bytes, self.kind = init_info.bucket_bytes, kind
         self._untrained = list(init_info.untrained)
+        if self.group is not None:
+            self._retired.append(self.group)
         self.group = wt.TorchGroup.join(init_info.master_address, init_info.master_port, rank,
                                         init_info.world_size, kind)  # fmt: skip
         log.info("joined the trainer's weight group as rank %d of %d (%s)", rank,
