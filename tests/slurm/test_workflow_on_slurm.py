@@ -262,9 +262,11 @@ def test_engine_servers_run_on_their_own_node(
     def split(config: dict) -> None:
         own = config["models"][1].setdefault("rl", {})
         # Every step trains and pushes (the filter would skip steps whose groups all
-        # scored alike, which the tiny model's often do).
+        # scored alike, which the tiny model's often do); the two ranks split each
+        # episode (a sequence group of 2).
         own.update(training_nodes=2, ranks_per_node=1, inference_nodes=1, engine="vllm",
-                   engine_dtype="float32", zero_std_filter=False)  # fmt: skip
+                   engine_dtype="float32", zero_std_filter=False,
+                   sequence_parallel_size=2)  # fmt: skip
 
     edit_config(workdir, split)
     attempts = workdir / "results/logs/slurm/rule_rl_train/tiny-qwen3-b"
@@ -281,6 +283,7 @@ def test_engine_servers_run_on_their_own_node(
     for rank, node in ((0, "tmax1"), (1, "tmax2")):
         text = (run / "logs" / f"rank{rank}.log").read_text()
         assert f"rank {rank} of 2 (local 0)" in text and f"(slurm on {node})" in text
+        assert f"sequence group of 2 (rank {rank} in it)" in text
     supervisor = (run / "logs/engine0.log").read_text()
     assert re.search(r"engine server 0 ready at http://\S+ on node tmax3", supervisor)
     vllm = (run / "engines/vllm0.log").read_text()

@@ -29,6 +29,7 @@ that is causal without a mask (sdpa or flash attention, not eager).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -36,6 +37,8 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+
+log = logging.getLogger("tmax.rl")
 
 MIXERS = ("self_attn", "linear_attn")
 """The attributes of a transformers decoder layer that hold its token mixer."""
@@ -108,6 +111,9 @@ def sequence_groups(size: int, timeout_s: float) -> SequenceShard | None:
         group = dist.new_group(ranks, timeout=timedelta(seconds=timeout_s))
         if rank in ranks:
             mine = SequenceShard(group, rank - start, size)
+    assert mine is not None
+    log.info("sequence group of %d (rank %d in it): ranks %d-%d split each episode", size,
+             mine.rank, rank - mine.rank, rank - mine.rank + size - 1)  # fmt: skip
     return mine
 
 
