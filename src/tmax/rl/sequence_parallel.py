@@ -11,10 +11,10 @@ DeltaNet alike) gathers its input from the group, runs on the whole sequence, an
 its own slice of the output. That is exact for any mixer, causal or recurrent: a Gated
 DeltaNet layer's state runs through the whole episode, not restarting at a slice. The
 price is that every rank of a group computes every mixer over the whole sequence, and
-holds one mixer's activations at full length while that layer runs. DeepSpeed's Ulysses
-(open-instruct's ``sequence_parallel_size``) splits attention by heads instead: less
-compute, but it covers softmax attention only (:func:`tmax.rl.plan.activation_memory`
-counts the full-length mixer).
+holds one mixer's activations at full length while that layer runs. The paper's release
+splits attention by heads (DeepSpeed Ulysses) and runs Gated DeltaNet on each slice with
+the state handed on (flash-linear-attention's context parallelism): less compute, but
+GPU kernels only (:func:`tmax.rl.plan.activation_memory` counts the full-length mixer).
 
 Gradients: a rank's loss covers its own slice's tokens, so the sum over the ranks of a
 group is the micro-batch's loss, which is the learner's convention (the gradient of the
