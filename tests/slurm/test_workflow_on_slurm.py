@@ -71,6 +71,16 @@ def slurm_jobs(cluster: LocalSlurm) -> list[dict[str, str]]:
     return sorted(jobs, key=lambda job: int(job["id"]))
 
 
+def attempt_logs(workdir: Path, rule: str, jobs: list[dict[str, str]], lines: int = 40) -> str:
+    """The end of each job's Slurm log (``rule`` as in results/logs/slurm/rule_<rule>)."""
+    parts = [f"attempts: {jobs}"]
+    for job in jobs:
+        path = workdir / "results/logs/slurm" / f"rule_{rule}" / f"{job['id']}.log"
+        text = path.read_text(errors="replace") if path.exists() else "(no log)"
+        parts.append(f"--- {path}\n" + "\n".join(text.splitlines()[-lines:]))
+    return "\n".join(parts)
+
+
 def job_logs(workdir: Path) -> dict[str, int]:
     """Slurm job logs the plugin kept, counted by rule (group jobs by group name)."""
     counts: dict[str, int] = {}
@@ -241,6 +251,10 @@ def test_cancelled_training_is_retried_with_more_memory_and_resumes(
         job for job in slurm_jobs(cluster) if job["comment"] == "rule_rl_train_wildcards_tiny-qwen3"
     ]
     cancelled, retried = attempts[-2:]
+    # One retry: a resumed attempt that fails (its ranks' rendezvous, their exit) would
+    # show as another attempt after it; its Slurm log says why.
+    later = [job for job in attempts if int(job["id"]) > int(running[0]["id"])]
+    assert len(later) == 1, attempt_logs(workdir, "rl_train/tiny-qwen3", later)
     assert cancelled["id"] == running[0]["id"] and cancelled["state"] == "CANCELLED"
     assert (cancelled["memory"], retried["memory"]) == ("1000M", "2000M")
     assert retried["state"] == "COMPLETED"

@@ -11,7 +11,8 @@ allocation of several tasks, starts the ranks with one ``srun``::
 
 Each rank reads its place from Slurm's environment (``SLURM_PROCID``, ``SLURM_NTASKS``,
 ``SLURM_LOCALID``, the step's node list; see :func:`tmax.rl.learner.distributed_env`)
-and joins the process group; rank 0 also holds the sandboxes and the inference engine.
+and joins the process group at the port the launcher chose for this attempt
+(:func:`rendezvous_env`); rank 0 also holds the sandboxes and the inference engine.
 One rank per GPU on GPU nodes, the allocation's tasks per node on CPU nodes
 (``rl.ranks_per_node`` overrides). ``srun`` forwards SIGTERM (preemption, ``scancel``)
 to every rank; they checkpoint and stop together.
@@ -24,6 +25,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import warnings
@@ -212,7 +214,7 @@ def launch_ranks(
                            log_dir=log_dir)  # fmt: skip
     log.info("starting %d training rank(s) on %d node(s): %s", nodes * ranks_per_node, nodes,
              " ".join(command))  # fmt: skip
-    process = subprocess.Popen(command, env=_rank_env(arguments))
+    process = subprocess.Popen(command, env={**_rank_env(arguments), **rendezvous_env()})
     steps = [process] if servers is None else [process, servers]
 
     def forward(signum: int, frame: Any) -> None:
@@ -266,6 +268,96 @@ def _stop(process: subprocess.Popen[bytes], *, grace_s: float) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+RENDEZVOUS_PROBES = 200
+"""How many ports after the first choice the launcher tries before it gives up."""
+
+
+def rendezvous_env(
+    environ: Mapping[str, str] | None = None,
+    *,
+    describe_job: Callable[[str], Mapping[str, str]] | None = None,
+    is_free: Callable[[int], bool] | None = None,
+) -> dict[str, str]:
+    """``MASTER_PORT`` and ``TMAX_RENDEZVOUS_ID`` for the ranks of this attempt of the job.
+
+    The launcher runs on the allocation's first node, where rank 0 starts, so it can
+    check the port there: :func:`rendezvous_port` of the job id and restart count (a
+    requeued job keeps its id; ``SLURM_RESTART_COUNT``, else ``scontrol``'s
+    ``Restarts``). A ``MASTER_PORT`` already set stands. The id names this launch; a rank
+    that reaches another attempt's rank 0 refuses it (:func:`tmax.rl.learner.init_distributed`).
+    """
+    env = os.environ if environ is None else environ
+    job_id = env.get("SLURM_JOB_ID", "")
+    if not job_id.isdigit():
+        return {}
+    restarts = env.get("SLURM_RESTART_COUNT", "")
+    if not restarts.isdigit():
+        try:
+            restarts = (describe_job or scontrol_job)(job_id).get("Restarts") or "0"
+        except RuntimeError as error:
+            log.warning("restart count of job %s unknown (%s); taking 0", job_id, error)
+            restarts = "0"
+    launcher = f"{socket.gethostname()}:{os.getpid()}"
+    attempt = f"slurm job {job_id} restart {restarts} launcher {launcher}"
+    chosen = {"TMAX_RENDEZVOUS_ID": attempt}
+    if not env.get("MASTER_PORT"):
+        port = rendezvous_port(int(job_id), int(restarts), is_free=is_free or port_is_free)
+        chosen["MASTER_PORT"] = str(port)
+        log.info("ranks rendezvous at port %d (%s)", port, attempt)
+    return chosen
+
+
+def rendezvous_port(
+    job_id: int,
+    restarts: int,
+    *,
+    is_free: Callable[[int], bool],
+    ephemeral: range | None = None,
+) -> int:
+    """:func:`~tmax.rl.learner.slurm_rendezvous_port` (no two attempts of a job share it),
+    else the next port of its window (29500-39499) that ``is_free``. Ports this node lends
+    to outgoing connections (``ephemeral``) are skipped: any connection may take one
+    between this check and rank 0's listen, and a rank's own connect can land on it."""
+    from tmax.rl.learner import DEFAULT_MASTER_PORT, slurm_rendezvous_port
+
+    ephemeral = ephemeral_ports() if ephemeral is None else ephemeral
+    window = range(DEFAULT_MASTER_PORT, DEFAULT_MASTER_PORT + 10000)
+    usable = [port for port in window if port not in ephemeral] or list(window)
+    first = slurm_rendezvous_port(job_id, restarts)
+    start = usable.index(first) if first not in ephemeral else (first - window.start)
+    tried = [usable[(start + step) % len(usable)] for step in range(RENDEZVOUS_PROBES)]
+    for port in dict.fromkeys(tried):
+        if is_free(port):
+            return port
+    raise RuntimeError(
+        f"no free port for the ranks' rendezvous on {socket.gethostname()}: ports "
+        f"{tried[0]}..{tried[-1]} are all taken (training ranks of earlier attempts still "
+        "running?); set MASTER_PORT to a free one"
+    )
+
+
+def port_is_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` of this node now, as rank 0's store will
+    (every address, ``SO_REUSEADDR``)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+            probe.listen()
+        except OSError:
+            return False
+    return True
+
+
+def ephemeral_ports(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> range:
+    """The ports this node lends to outgoing connections (Linux's default: 32768-60999)."""
+    try:
+        low, high = (int(value) for value in path.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
 
 
 def _rank_env(arguments: Mapping[str, Any]) -> dict[str, str]:
@@ -322,5 +414,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def leave_without_teardown(status: int) -> None:
+    """End a rank whose work is done (its checkpoints and snapshots are on disk) without
+    tearing down torch's native state. Gloo's threads left to interpreter teardown can
+    abort the process ("terminate called without an active exception", srun exit 134),
+    failing an attempt that succeeded, so Slurm and Snakemake run it again; destroying
+    the groups instead can block on a peer."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    leave_without_teardown(main())

@@ -271,6 +271,39 @@ class DistributedEnv:
     master_addr: str
     master_port: int
     launcher: Literal["torchrun", "slurm", "single"]
+    attempt: str = ""
+    """Which run of the job this process belongs to (:func:`rendezvous_attempt`); the
+    ranks' rendezvous refuses a process of another attempt."""
+
+
+RESTART_PORT_STRIDE = 7919
+"""A prime to 10000: restarts 0..9999 of one job take 10000 different ports."""
+RENDEZVOUS_KEY = "tmax/attempt"
+"""Where rank 0 writes its attempt in the rendezvous store for the other ranks to check."""
+
+
+def slurm_rendezvous_port(job_id: int, restarts: int = 0) -> int:
+    """A Slurm job's default ``MASTER_PORT``: 29500 + (job id + 7919 x restarts) mod 10000.
+
+    A requeued job (preemption, ``scontrol requeue``) keeps its id and counts its
+    restarts (``SLURM_RESTART_COUNT``), so no two attempts of one job share a port: a
+    previous attempt's rank still shutting down cannot answer the next attempt's ranks.
+    Jobs with nearby ids (jobs sharing a node) differ too."""
+    offset = (job_id + RESTART_PORT_STRIDE * restarts) % 10000
+    return DEFAULT_MASTER_PORT + offset
+
+
+def rendezvous_attempt(environ: Mapping[str, str]) -> str:
+    """What every rank of one attempt has in common and no other attempt has: the
+    launcher's ``TMAX_RENDEZVOUS_ID``, else the Slurm job, restart count and step; empty
+    otherwise (torchrun's agent keeps its restarts apart itself)."""
+    if environ.get("TMAX_RENDEZVOUS_ID"):
+        return environ["TMAX_RENDEZVOUS_ID"]
+    if environ.get("SLURM_JOB_ID"):
+        restart = environ.get("SLURM_RESTART_COUNT") or "0"
+        step = environ.get("SLURM_STEP_ID", "?")
+        return f"slurm job {environ['SLURM_JOB_ID']} restart {restart} step {step}"
+    return ""
 
 
 def scontrol_hostnames(nodelist: str) -> list[str]:
@@ -318,7 +351,8 @@ def distributed_env(
     GPU). Else a single process. ``MASTER_ADDR`` defaults to the first host of the step's node
     list (``SLURM_STEP_NODELIST``, else ``SLURM_JOB_NODELIST``: on the paper's cluster the
     training step runs on 2 of the job's 8 nodes, so the job's first host may not take part);
-    ``MASTER_PORT`` to 29500, offset by the Slurm job id so that jobs sharing a node differ.
+    ``MASTER_PORT`` to :func:`slurm_rendezvous_port` of the job id and restart count (the
+    launcher sets one it checked free, :func:`tmax.rl.launch.rendezvous_env`), else 29500.
     ``hostnames`` expands a node list (injectable for tests).
     """
     env = os.environ if environ is None else environ
@@ -356,12 +390,14 @@ def distributed_env(
     if env.get("MASTER_PORT"):
         master_port = _int_var(env, "MASTER_PORT")
     elif env.get("SLURM_JOB_ID", "").isdigit():
-        master_port = DEFAULT_MASTER_PORT + int(env["SLURM_JOB_ID"]) % 10000
+        restarts = _int_var(env, "SLURM_RESTART_COUNT") if env.get("SLURM_RESTART_COUNT") else 0
+        master_port = slurm_rendezvous_port(int(env["SLURM_JOB_ID"]), restarts)
     else:
         master_port = DEFAULT_MASTER_PORT
     if not 0 < master_port < 65536:
         raise ValueError(f"MASTER_PORT must be in 1..65535, got {master_port}")
-    return DistributedEnv(rank, world_size, local_rank, master_addr, master_port, launcher)
+    return DistributedEnv(rank, world_size, local_rank, master_addr, master_port, launcher,
+                          rendezvous_attempt(env))  # fmt: skip
 
 
 def init_distributed(
@@ -377,7 +413,9 @@ def init_distributed(
     ``MASTER_ADDR``/``MASTER_PORT`` back into ``environ`` (DeepSpeed and libraries read them),
     selects the local GPU, and initialises ``torch.distributed`` with ``backend``: NCCL when
     CUDA is available, else gloo. ``timeout_s`` (``rl.collective_timeout_sec``) bounds
-    each collective of the group (torch's default: 10 minutes for NCCL, 30 for gloo).
+    each collective of the group (torch's default: 10 minutes for NCCL, 30 for gloo) and
+    the rendezvous. A rendezvous that cannot happen (the port taken on rank 0's node, no
+    rank 0 answering, a store of another attempt) raises a ``RuntimeError`` that says so.
     """
     import torch.distributed as dist
 
@@ -396,12 +434,14 @@ def init_distributed(
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(where.local_rank)
+    timeout = timedelta(seconds=timeout_s) if timeout_s else None
+    store = _rendezvous(where, timeout)
     dist.init_process_group(
         backend=backend,
-        init_method=f"tcp://{where.master_addr}:{where.master_port}",
+        store=store,
         rank=where.rank,
         world_size=where.world_size,
-        **({"timeout": timedelta(seconds=timeout_s)} if timeout_s else {}),
+        **({"timeout": timeout} if timeout else {}),
     )
     log.info(
         "joined %s process group: rank %d of %d (local %d) via %s:%d (%s on %s)",
@@ -415,6 +455,57 @@ def init_distributed(
         env.get("SLURMD_NODENAME") or socket.gethostname(),
     )
     return where
+
+
+def _rendezvous(where: DistributedEnv, timeout: timedelta | None) -> Any:
+    """The job's store at ``MASTER_ADDR:MASTER_PORT`` (rank 0 serves it), as
+    ``init_method="tcp://..."`` would make it, after checking that it serves this attempt:
+    a rank that reached a previous attempt's rank 0 (still shutting down, same port)
+    would join that attempt's group and fail later, far from the cause."""
+    import torch.distributed as dist
+    from torch.distributed.constants import default_pg_timeout
+
+    timeout = timeout or default_pg_timeout
+    address = f"{where.master_addr}:{where.master_port}"
+    try:
+        store, _, _ = next(dist.rendezvous(f"tcp://{address}", where.rank, where.world_size,
+                                           timeout=timeout))  # fmt: skip
+        store.set_timeout(timeout)
+    except RuntimeError as error:  # torch's DistNetworkError, DistStoreError
+        if where.rank == 0 and "EADDRINUSE" in str(error):
+            raise RuntimeError(
+                f"rank 0 cannot serve the rendezvous at {address}: another process holds "
+                "the port (a previous attempt of this job still shutting down, or another "
+                "job on this node); free it or set MASTER_PORT"
+            ) from error
+        if where.rank == 0:
+            raise RuntimeError(
+                f"rank 0 cannot serve the rendezvous at {address}: {error}"
+            ) from error
+        raise RuntimeError(
+            f"rank {where.rank} of {where.world_size} found no rendezvous at {address} "
+            f"within {timeout}: rank 0 did not start or could not open the port (see its "
+            f"log): {error}"
+        ) from error
+    if where.rank == 0:
+        store.set(RENDEZVOUS_KEY, where.attempt)
+        return store
+    try:
+        theirs = store.get(RENDEZVOUS_KEY).decode()
+    except RuntimeError as error:
+        raise RuntimeError(
+            f"rank {where.rank} reached a store at {address}, but no rank 0 of this attempt "
+            f"({where.attempt or 'unnamed'}) answered there within {timeout}: another "
+            "process serves that port"
+        ) from error
+    if theirs != where.attempt:
+        raise RuntimeError(
+            f"rank {where.rank} reached the rendezvous at {address} of another attempt "
+            f"({theirs or 'unnamed'}), not this one ({where.attempt or 'unnamed'}): that "
+            "attempt's rank 0 still runs there; stop it, or give this attempt another "
+            "MASTER_PORT"
+        )
+    return store
 
 
 # --------------------------------------------------------------------------------------------
