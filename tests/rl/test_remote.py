@@ -20,6 +20,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen3Config
 
+from tests.rl.processes import running, server_processes
 from tmax.models.serve import SHARED_MEMORY, ModelServerError, check_vllm_python
 from tmax.rl.engine import Generation
 from tmax.rl.environments import TargetTokenEnvironment
@@ -343,46 +344,6 @@ def test_every_route_but_health_needs_the_launch_secret(tied: VLLMEngine) -> Non
         for headers in ({}, {"Authorization": "Bearer not-the-key"}):
             answer = httpx2.request(method, f"{base}{route}", json={}, headers=headers)
             assert answer.status_code == 401, (route, answer.text)
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (the test process reaps its children only later)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def children(pid: int) -> set[int]:
-    """Every live descendant of ``pid``."""
-    parents: dict[int, int] = {}
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                parents[int(proc.name)] = int(
-                    (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
-                )
-            except (OSError, ValueError, IndexError):
-                continue
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return {p for p in found if running(p)}
-
-
-def server_processes(supervisor: int) -> tuple[set[int], set[int]]:
-    """The vLLM API server under a supervisor, and its engine core and workers."""
-
-    def command(pid: int) -> bytes:
-        try:
-            return Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return b""
-
-    below = children(supervisor)
-    api = {p for p in below if b"vllm.entrypoints" in command(p)}
-    return api, below - api
 
 
 def shared_memory_of(pids: set[int]) -> set[str]:

@@ -12,9 +12,12 @@ embedded default of tests/workflow with a second model size.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -23,8 +26,12 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
+from tests.rl.processes import processes_naming, running, server_processes
 from tests.slurm.cluster import LocalSlurm, fit_profile, missing_requirements
 from tests.workflow.test_snakemake import copy_workflow, edit_config, planned_jobs, snakemake
+from tmax.rl.remote import address_file
+from tmax.sandbox.base import LABEL
+from tmax.sandbox.storage import sandbox_root
 
 pytestmark = pytest.mark.slow
 
@@ -265,12 +272,67 @@ def test_cancelled_training_is_retried_with_more_memory_and_resumes(
     assert (output / "step-000004/model.safetensors").exists()
 
 
+class Faults(threading.Thread):
+    """Faults injected from outside a running training job, each once: SIGKILL to the
+    first sandbox the run opens (its bwrap, so everything in it dies mid-episode), and
+    to engine server 1's vLLM as soon as the first weight push is logged (so it dies
+    between pushes, while the next step's turns are being sampled)."""
+
+    def __init__(self, run: Path) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.started = run, time.time()
+        self.done = threading.Event()
+        self.sandbox: str | None = None
+        self.engine: int | None = None
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            if self.sandbox is None:
+                self._kill_a_sandbox()
+            if self.engine is None:
+                self._kill_engine_server_1()
+
+    def _kill_a_sandbox(self) -> None:
+        for marker in sandbox_root().glob("*/sandbox.json"):
+            try:
+                born = marker.stat().st_mtime
+                owner = json.loads(marker.read_text()).get(LABEL, "")
+            except (OSError, json.JSONDecodeError):
+                continue
+            if born < self.started or time.time() - born < 1.0 or not owner.startswith("rl-"):
+                continue  # another test's, or not up long enough to be mid-episode
+            bwrap = {pid for pid in processes_naming(str(marker.parent / "merged"))
+                     if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap"}  # fmt: skip
+            for pid in bwrap:
+                os.kill(pid, signal.SIGKILL)
+            if bwrap:
+                self.sandbox = marker.parent.name
+                return
+
+    def _kill_engine_server_1(self) -> None:
+        rank0 = self.folder / "logs/rank0.log"
+        if "pushed policy version 1 to 2 engine server(s)" not in (
+            rank0.read_text() if rank0.exists() else ""
+        ):
+            return
+        supervisor = json.loads(address_file(self.folder / "engines", 1).read_text())["pid"]
+        api, _ = server_processes(supervisor)
+        for pid in api:
+            os.kill(pid, signal.SIGKILL)
+        self.engine = supervisor
+
+
 def test_engine_servers_run_on_their_own_node(
     slurm_workflow: tuple[Path, dict[str, int]],
 ) -> None:
-    """The paper's layout in small: a training job of 3 nodes, ranks on the first two, a
-    real vLLM server on the third that samples every rollout and is sent the weights after
-    each step through vLLM's weight-transfer API (our gloo backend), then stops."""
+    """The paper's layout in small: a training job of 3 nodes, ranks on the first two, two
+    real vLLM servers on the third that sample every rollout and are sent the weights
+    after each step through vLLM's weight-transfer API (our gloo backend), then stop.
+
+    With faults injected on the way (:class:`Faults`): a sandbox killed mid-episode
+    (the episode is played again) and one engine server killed (its share goes to the
+    other, the weight group forms again without it); the job still succeeds at its
+    first attempt."""
     workdir, _ = slurm_workflow
 
     def split(config: dict) -> None:
@@ -279,38 +341,55 @@ def test_engine_servers_run_on_their_own_node(
         # scored alike, which the tiny model's often do); the two ranks split each
         # episode (a sequence group of 2).
         own.update(training_nodes=2, ranks_per_node=1, inference_nodes=1, engine="vllm",
-                   engine_dtype="float32", zero_std_filter=False,
+                   engines_per_node=2, engine_dtype="float32", zero_std_filter=False,
                    sequence_parallel_size=2)  # fmt: skip
 
     edit_config(workdir, split)
     attempts = workdir / "results/logs/slurm/rule_rl_train/tiny-qwen3-b"
     before = len(list(attempts.glob("*.log")))
-    log = on_slurm(workdir, "--until", "rl_train")
+    model, run = "tiny-qwen3-b", workdir / "results/rl/tiny-qwen3-b/run"
+    faults = Faults(run)
+    faults.start()
+    try:
+        log = on_slurm(workdir, "--until", "rl_train")
+    finally:
+        faults.done.set()
+        faults.join()
     assert "rl_train" in log
     # One attempt: servers that exit when told to never fail the job (no retry).
     assert len(list(attempts.glob("*.log"))) == before + 1, log[-4000:]
-    model, run = "tiny-qwen3-b", workdir / "results/rl/tiny-qwen3-b/run"
     launcher = (workdir / "results/logs/rl" / model / "train.log").read_text()
-    assert "starting 1 engine server(s) on 1 node(s): srun --nodes=1 --ntasks=1" in launcher
+    assert "starting 2 engine server(s) on 1 node(s): srun --nodes=1 --ntasks=2" in launcher
     assert "--relative=2" in launcher
     assert "starting 2 training rank(s) on 2 node(s)" in launcher
     for rank, node in ((0, "tmax1"), (1, "tmax2")):
         text = (run / "logs" / f"rank{rank}.log").read_text()
         assert f"rank {rank} of 2 (local 0)" in text and f"(slurm on {node})" in text
         assert f"sequence group of 2 (rank {rank} in it)" in text
-    supervisor = (run / "logs/engine0.log").read_text()
-    assert re.search(r"engine server 0 ready at http://\S+ on node tmax3", supervisor)
+    for index in (0, 1):
+        supervisor = (run / f"logs/engine{index}.log").read_text()
+        assert re.search(rf"engine server {index} ready at http://\S+ on node tmax3", supervisor)
     vllm = (run / "engines/vllm0.log").read_text()
     assert "vllm.entrypoints" in supervisor and "Resolved architecture" in vllm
+    # Server 0 joins the first weight group of three, then the one without server 1.
+    assert "joined the trainer's weight group as rank 1 of 3 (tmax_gloo)" in vllm
     assert "joined the trainer's weight group as rank 1 of 2 (tmax_gloo)" in vllm
     served = vllm.count('"POST /v1/completions HTTP/1.1" 200')
     assert served > 1, vllm[-3000:]
     rank0 = (run / "logs/rank0.log").read_text()
-    assert "vLLM engine: 1 server(s)" in rank0
-    pushes = [int(v) for v in re.findall(r"pushed policy version (\d+) to 1 engine", rank0)]
+    assert "vLLM engine: 2 server(s)" in rank0
+    # The sandbox killed mid-episode: that episode is played again, the run goes on.
+    assert faults.sandbox is not None, "no sandbox of the run was seen to kill"
+    replayed = [line for line in rank0.splitlines() if "playing it again" in line]
+    assert any("SandboxDied" in line for line in replayed), rank0[-3000:]
+    # Engine server 1 killed after the first push: the next push goes to server 0 alone.
+    assert faults.engine is not None and not running(faults.engine)
+    assert "weight group over 1 live server(s), without engine server 1" in rank0, rank0[-3000:]
+    pushes = re.findall(r"pushed policy version (\d+) to (\d+) engine", rank0)
     curve = json.loads((workdir / "results/rl" / model / "curve.json").read_text())
     trained = [e for e in curve["curve"] if e.get("groups_trained")]
-    assert pushes == list(range(1, len(trained) + 1)) and pushes, rank0[-3000:]
+    assert [int(v) for v, _ in pushes] == list(range(1, len(trained) + 1)), rank0[-3000:]
+    assert [int(n) for _, n in pushes] == [2] + [1] * (len(pushes) - 1), rank0[-3000:]
     assert vllm.count("weight update complete") == len(pushes)
     assert curve["steps"] == 2
     assert (workdir / "results/rl" / model / "snapshots/step-000002/model.safetensors").exists()
