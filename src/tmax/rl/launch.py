@@ -326,7 +326,7 @@ def rendezvous_port(
     window = range(DEFAULT_MASTER_PORT, DEFAULT_MASTER_PORT + 10000)
     usable = [port for port in window if port not in ephemeral] or list(window)
     first = slurm_rendezvous_port(job_id, restarts)
-    start = usable.index(first) if first not in ephemeral else (first - window.start)
+    start = next((i for i, port in enumerate(usable) if port >= first), 0)  # first, or after
     tried = [usable[(start + step) % len(usable)] for step in range(RENDEZVOUS_PROBES)]
     for port in dict.fromkeys(tried):
         if is_free(port):
