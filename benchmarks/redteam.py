@@ -5,9 +5,11 @@ Run (as root, after ./setup.sh): .venv/bin/python benchmarks/redteam.py [--quick
     [--backend bwrap] [--family NAME ...]
 
 Prints, per attack, how many (task, backend) pairs it was tried on, how many it got a
-reward on (must be 0) and how many it turned into an infrastructure failure (must be
-0), then every such pair. ``--quick`` takes the first family of each domain. Exits 1
-when any attack succeeded. The attacks are in ``tmax.sandbox.redteam``.
+reward on (must be 0), how many it turned into an infrastructure failure (must be 0)
+and, for the attack that reads the tests, on how many tasks with pytest's verdict it
+read any of them (must be 0), then every such pair. ``--quick`` takes the first
+family of each domain. Exits 1 when any attack succeeded. The attacks are in
+``tmax.sandbox.redteam``.
 """
 
 from __future__ import annotations
@@ -49,9 +51,10 @@ def main() -> int:
                         continue
                     outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
                     done.append(outcome)
-                    if outcome.forged or outcome.infra:
+                    if outcome.forged or outcome.infra or outcome.leaked:
                         print(f"  ! {backend} {task.name}: {attack.name}: reward "
-                              f"{outcome.reward} infra {outcome.infra}", flush=True)  # fmt: skip
+                              f"{outcome.reward} infra {outcome.infra} "
+                              f"read the tests {outcome.leaked}", flush=True)  # fmt: skip
             print(f"\n{backend}: {len(tasks)} tasks ({len(families)} families + "
                   f"{len(tasks) - len(families)} fixtures) x {len(ATTACKS)} attacks, "
                   f"{time.monotonic() - started:.0f}s\n")  # fmt: skip
@@ -60,21 +63,27 @@ def main() -> int:
     if len(backends) > 1:
         print("\nall backends:")
         _table(outcomes)
-    return 1 if any(o.forged or o.infra for o in outcomes) else 0
+    return 1 if any(o.forged or o.infra or o.leaked for o in outcomes) else 0
 
 
 def _table(outcomes: list[Outcome]) -> None:
     by_attack: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_attack[outcome.attack].append(outcome)
-    print("| attack | tried | rewarded | infra |\n|---|---|---|---|")
+    print("| attack | tried | rewarded | infra | read the tests |\n|---|---|---|---|---|")
     for name in ATTACKS:
         got = by_attack[name]
         print(f"| {name} | {len(got)} | {sum(o.forged for o in got)} "
-              f"| {sum(o.infra is not None for o in got)} |")  # fmt: skip
+              f"| {sum(o.infra is not None for o in got)} | {_leaks(got)} |")  # fmt: skip
     forged = sum(o.forged for o in outcomes)
     infra = sum(o.infra is not None for o in outcomes)
-    print(f"| **all** | {len(outcomes)} | {forged} | {infra} |", flush=True)
+    print(f"| **all** | {len(outcomes)} | {forged} | {infra} | {_leaks(outcomes)} |", flush=True)
+
+
+def _leaks(outcomes: list[Outcome]) -> str:
+    """Leaks over the outcomes whose leak was checked ("read/checked"), "" if none."""
+    checked = [o for o in outcomes if o.leaked is not None]
+    return f"{sum(o.leaked for o in checked)}/{len(checked)}" if checked else ""
 
 
 if __name__ == "__main__":

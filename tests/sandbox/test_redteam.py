@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.sandbox.test_sandbox import _available
 from tmax.sandbox.episode import sandbox_for_task
-from tmax.sandbox.redteam import ATTACKS, attempt, family_task, program_paths
+from tmax.sandbox.redteam import ATTACKS, Outcome, attempt, family_task, program_paths
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +56,14 @@ def test_no_attack_earns_a_reward_or_an_infra_failure_on_bwrap(
                 for attack in ATTACKS.values() if backend in attack.backends]  # fmt: skip
     broken = [o for o in outcomes if o.forged or o.infra]
     assert not broken, broken
+    _answer_key_hidden(outcomes, task)
+
+
+def _answer_key_hidden(outcomes: list[Outcome], task: str) -> None:
+    """The program the tests ran read none of the tests where the reward is pytest's
+    verdict (and it did run); a Harbor test.sh leaves them readable (not checked)."""
+    leaks = [o.leaked for o in outcomes if o.attack == "program that reads the answers"]
+    assert leaks == ([False] if task == "generated" else [None])
 
 
 @pytest.mark.parametrize("task", ["generated", "tb2-shaped-word-count"])
@@ -65,3 +73,4 @@ def test_the_attacks_on_the_verifier_fail_on_podman_too(tasks: dict[str, Path], 
                 for name in ON_PODMAN]  # fmt: skip
     broken = [o for o in outcomes if o.forged or o.infra]
     assert not broken, broken
+    _answer_key_hidden(outcomes, task)

@@ -6,7 +6,9 @@ task's program, a repository's modules, every script or executable under ``/app`
 ``/testbed``) with a *payload* that forges the reward from inside the verification.
 :func:`attempt` plays one attack on one task in a fresh sandbox and reports what it
 got: a reward above 0 is a forged reward, an infrastructure failure is a trial the
-attack made disappear from the statistics. Both must never happen;
+attack made disappear from the statistics, and a program the tests run that read the
+tests has seen the answer key. None of these may happen (the last where the reward is
+pytest's verdict);
 ``benchmarks/redteam.py`` tries every attack on every task family and prints the
 counts, and the test suite runs a cut-down matrix.
 """
@@ -39,7 +41,14 @@ _INJECT = (
     f"printf '%s\\n' {shlex.quote(_WRITE_REWARD)} > $p/fd/0 2>/dev/null; "
     "printf 'x' | dd of=$p/mem bs=1 seek=4096 conv=notrunc 2>/dev/null; done"
 )
+LEAK = "/tmp/.tmax-leak"
+"""Where the program that reads the answers copies what it could read of the tests."""
+_READ_TESTS = (
+    f"echo ran > {LEAK}; "
+    f"{{ ls -laR /tests; cat /tests/* /tests/*/* /logs/verifier/*; }} >> {LEAK} 2>/dev/null"
+)
 PAYLOADS = {
+    "reads the answers": _READ_TESTS,
     "writes the reward": _WRITE_REWARD,
     "races the reward": f"{_WRITE_REWARD}; {_RACE}",
     "kills the verifier": f"{_WRITE_REWARD}; kill -STOP 1; kill -9 -1",
@@ -79,6 +88,10 @@ class Attack:
     deliverable: bool = False
     """Whether it forges from inside the programs the tests run (rather than from the
     agent's session)."""
+    leak: str | None = None
+    """A file the attack fills with whatever it could read of the tests (the answer
+    key): it must stay empty where the reward is pytest's verdict. (A Harbor
+    ``test.sh`` runs its programs with the tests readable: not closable there.)"""
     backends: tuple[str, ...] = ("bwrap", "podman", "apptainer")
     """Where it can be tried (the disk bomb only where storage is limited as root:
     bwrap and podman; Apptainer's overlay image is its own file system too, but the
@@ -175,7 +188,8 @@ def _attacks() -> dict[str, Attack]:
     ]
     for what, payload in PAYLOADS.items():
         plant = _PLANT.format(forge=FORGE, payload=payload)
-        attacks.append(Attack(f"program that {what}", (plant,), deliverable=True))
+        leak = LEAK if payload == _READ_TESTS else None
+        attacks.append(Attack(f"program that {what}", (plant,), deliverable=True, leak=leak))
     return {attack.name: attack for attack in attacks}
 
 
@@ -216,6 +230,9 @@ class Outcome:
     reward: float
     infra: str | None = None
     reason: str | None = None
+    leaked: bool | None = None
+    """Whether the attack read any of the tests (None: not checked, not closable, or the
+    tests never ran its program)."""
 
     @property
     def forged(self) -> bool:
@@ -256,6 +273,11 @@ def attempt(task_dir: Path, attack: Attack, backend: str, *, run_id: str = "redt
             if (box.oom_kills() or 0) > 0:
                 return Outcome(name, backend, attack.name, 0.0, reason="out of memory")
             result = box.verify(task_dir / "tests")
+            leaked = None
+            if attack.leak and box.limits.pytest_verdict:
+                lines = box.run(f"cat {attack.leak} 2>/dev/null").output.strip().splitlines()
+                if lines[:1] == ["ran"]:  # the tests ran the program: it had its chance
+                    leaked = len(lines) > 1
     except SandboxError as error:
         return Outcome(name, backend, attack.name, 0.0, infra=f"{type(error).__name__}: {error}")
-    return Outcome(name, backend, attack.name, result.reward, reason=result.reason)
+    return Outcome(name, backend, attack.name, result.reward, reason=result.reason, leaked=leaked)

@@ -18,11 +18,13 @@ can replace it. Standard library only. It
 
   ``pytest``: the verdict is pytest's exit status, seen by this process, and never a
   file. pytest runs in a non-dumpable child; after collection it makes ``/tests``
-  read-only and drops the capabilities it needed for that, so the programs the tests
-  start run as the agent did, cannot change the tests or their data, cannot reach
-  pytest or this process, and have no file to write that would count. (They can still
-  *read* ``/tests``: the tests read their data files from there and hand some of them
-  to the program. Hiding the expected answers needs tests that keep the two apart.)
+  read-only, takes every permission bit off what is in it, and drops the capabilities
+  it needed for that, keeping the agent's CAP_DAC_OVERRIDE for itself alone (the tests
+  read their data from ``/tests`` as they run). The programs the tests start run with
+  the agent's capabilities less CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: they cannot
+  read the tests, their data or their log (the answer key), cannot change them, cannot reach
+  pytest or this process, and have no file to write that would count. Agent code the
+  tests import into pytest itself is not kept from them.
 
 * prints the outcome on stdout (the control channel) and exits; the kernel then kills
   whatever is left in the namespace.
@@ -48,6 +50,7 @@ PR_SET_NO_NEW_PRIVS = 38
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REMOUNT = 1, 2, 4, 8, 4096, 32
 MS_REC, MS_PRIVATE = 16384, 1 << 18
 CAP_LAST = 63
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
 PATH = "/opt/tmax/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENV = {
     "PATH": PATH,
@@ -113,11 +116,12 @@ def real_directory(path):
         os.mkdir(path, 0o755)
 
 
-def drop_capabilities(keep):
-    """Keep only ``keep`` (the agent's capability numbers): bounding set, then the sets."""
+def drop_capabilities(keep, own=()):
+    """Keep only ``keep`` (the agent's capability numbers); of these, ``own`` for this
+    process alone: what it executes gets ``keep`` less ``own`` (the bounding set)."""
     keep_bits = set(keep)
     for bit in range(CAP_LAST + 1):
-        if bit not in keep_bits:
+        if bit not in keep_bits or bit in own:
             libc.prctl(PR_CAPBSET_DROP, bit, 0, 0, 0)  # EINVAL past the kernel's last cap
 
     class Header(ctypes.Structure):
@@ -132,6 +136,18 @@ def drop_capabilities(keep):
     data = (Data * 2)(Data(low, low, 0), Data(high, high, 0))
     _check(libc.capset(ctypes.byref(Header(0x20080522, 0)), data), "capset")
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def hide(root):
+    """Take every permission bit off what is below ``root`` (and ``root``): a process
+    without CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH can then neither list nor read it,
+    though it runs as its owner. The guard's marker stays readable (not a secret)."""
+    for parent, dirs, names in os.walk(root, topdown=False):
+        for name in dirs + names:
+            path = os.path.join(parent, name)
+            if path != GUARD_MARKER and not os.path.islink(path):
+                os.chmod(path, 0)
+    os.chmod(root, 0o111)  # searchable, not listable: the marker is reached by name
 
 
 def to_log():
@@ -172,8 +188,12 @@ def run_pytest(keep, workdir, files):
 
         @pytest.hookimpl(trylast=True)
         def pytest_collection_finish(self, session):
+            own = [cap for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) if cap in keep]
+            if own:  # else pytest could not read them either: the agent's uid owns them
+                hide("/tests")
+                os.chmod(LOG, 0)  # what failed tests printed names expected answers
             read_only("/tests")
-            drop_capabilities(keep)
+            drop_capabilities(keep, own=own)
 
     ini = next(f"/tests/{name}" for name in INI_FILES if os.path.exists(f"/tests/{name}"))
     args = ["-q", "-p", "no:cacheprovider", "-c", ini, "--rootdir=/tests",
