@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tmax.sandbox import open_sandbox
+from tmax.sandbox import Sandbox, open_sandbox
 from tmax.sandbox.episode import run_episode, sandbox_for_task
 from tmax.sandbox.toolbox import ensure_toolbox
 
@@ -33,6 +33,21 @@ def median_ms(fn: Callable[[], object], repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
+
+
+def start_and_close_ms(
+    backend: str, prepared: Sandbox, kwargs: dict[str, object], repeats: int
+) -> tuple[float, float]:
+    """Medians of a start (to a session ready for the first command) and of a close."""
+    starts, closes = [], []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        box = open_sandbox(backend, prepared.image, prepared.limits, **kwargs).start()
+        started = time.perf_counter()
+        box.close()
+        starts.append(started - began)
+        closes.append(time.perf_counter() - started)
+    return statistics.median(starts) * 1000, statistics.median(closes) * 1000
 
 
 def episode(backend: str) -> float:
@@ -65,12 +80,7 @@ def main() -> None:
         kwargs = {"toolbox": toolbox, "workdir": prepared.workdir}
         if backend == "bwrap":
             kwargs["env"] = prepared.env
-        start_ms = median_ms(
-            lambda b=backend, p=prepared, k=kwargs: (
-                open_sandbox(b, p.image, p.limits, **k).start().close()
-            ),
-            reps,
-        )
+        start_ms, close_ms = start_and_close_ms(backend, prepared, kwargs, reps)
         with sandbox_for_task(TASK, backend) as box:
             round_trip = median_ms(lambda b=box: b.run("true"), commands)
             echo = median_ms(lambda b=box: b.run("echo hello; cd /tmp; export X=1"), commands)
@@ -98,6 +108,7 @@ def main() -> None:
         print(f"{backend}:")
         print(f"  task prep (image lookup)     : {prepare_ms:8.1f} ms")
         print(f"  start (to a ready session)   : {start_ms:8.1f} ms")
+        print(f"  close (all of it removed)    : {close_ms:8.1f} ms")
         print(f"  round trip `true`            : {round_trip:8.2f} ms")
         print(f"  round trip echo+cd+export    : {echo:8.2f} ms")
         print(f"  baseline, {baseline[0]:19s}: {baseline[1]:8.2f} ms "

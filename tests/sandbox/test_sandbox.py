@@ -24,7 +24,7 @@ from tests.conftest import FIXTURE_TASKS
 from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup
 from tmax.sandbox.base import reward_from_files
 from tmax.sandbox.episode import run_episode, sandbox_for_task
-from tmax.sandbox.storage import sandbox_root
+from tmax.sandbox.storage import private_copy, sandbox_root
 
 pytestmark = pytest.mark.slow
 
@@ -147,6 +147,13 @@ def test_writes_outside_the_sandbox_fail(answer_box: Sandbox, tmp_path: Path) ->
     answer_box.run("echo pwned > /proc/sys/kernel/hostname")  # its own UTS namespace at most
     assert socket.gethostname() == host_name
     assert answer_box.run("mount -t tmpfs none /mnt").exit_code != 0
+    # The agent's /proc is podman's: read-only, what leaks host state hidden.
+    proc = answer_box.run(
+        "awk '$2 == \"/proc\" {print $4}' /proc/self/mounts | tail -1; "
+        "for f in keys timer_list sched_debug; do [ -e /proc/$f ] && wc -c < /proc/$f; done"
+    ).output.split()
+    assert proc[0].split(",")[0] == "ro", proc
+    assert set(proc[1:]) <= {"0"}, proc  # /dev/null over them
     # The agent owns its own root file system; the image underneath is untouched.
     assert answer_box.run("echo changed > /etc/motd && rm -f /bin/ls").exit_code == 0
     with small_box(answer_box.backend) as fresh:
@@ -225,6 +232,19 @@ def test_a_disk_bomb_fills_only_the_sandbox_and_is_the_agents_doing(backend: str
         assert box.exhausted() is None
         name = box.sandbox_id
     assert not [mount for mount in _layer_mounts() if name in mount]
+
+
+def test_a_private_copy_of_the_layer_is_the_same_bytes_and_stays_sparse(tmp_path: Path) -> None:
+    image = tmp_path / "image"
+    with open(image, "wb") as handle:  # data, a hole, data, and a hole at the end
+        handle.write(b"a" * 5000)
+        handle.seek(64 << 20)
+        handle.write(os.urandom(70_000))
+        handle.truncate(256 << 20)
+    copy = private_copy(image, tmp_path / "copy")
+    assert copy.stat().st_size == image.stat().st_size
+    assert copy.read_bytes() == image.read_bytes()
+    assert copy.stat().st_blocks * 512 < 1 << 20  # the holes stayed holes
 
 
 def _layer_mounts() -> list[str]:

@@ -61,21 +61,8 @@ _s.close()
 """
 """Bring up ``lo`` in a fresh network namespace (SIOCGIFFLAGS, then SIOCSIFFLAGS with
 IFF_UP): a phase without network keeps its loopback, as under ``--network none``. The
-toolbox's Python does it, since images need not have ``ip``."""
-JOIN_NETWORK = """
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-for ns, flag in (("user", 0x10000000),) * (sys.argv[2] != "0") + (("net", 0x40000000),):
-    fd = os.open(f"/proc/{sys.argv[1]}/ns/{ns}", os.O_RDONLY)
-    if libc.setns(fd, flag) != 0:
-        sys.exit(f"tmax: joining the agent's {ns} namespace: {os.strerror(ctypes.get_errno())}")
-    os.close(fd)
-os.execvp(sys.argv[3], sys.argv[3:])
-"""
-"""Join the agent's network namespace (and its user namespace first, where it has one:
-the network namespace belongs to it), then exec ``tmax-enter`` for PID and mount. Used
-only when the agent's phase is offline in a sandbox that has a network (its verifier
-needs one); tmax-enter itself joins no network namespace."""
+toolbox's Python does it, since images need not have ``ip``. (The agent's namespaces
+are brought up by ``tmax-enter --init``, in C.)"""
 
 
 class SandboxError(RuntimeError):
@@ -540,24 +527,6 @@ __tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 wo
 # child is their init, which reaps orphans and ignores signals; when it dies every
 # process in the namespace dies with it.
 __tmax_agent=
-__tmax_drop=(setpriv --inh-caps=-all --bounding-set="$__tmax_caps" --)
-__tmax_init_script='
-if [ "$__tmax_fresh_proc" = 1 ]; then
-  # All of it read-only (sysctls, sysrq-trigger, irq, bus: what podman makes read-only,
-  # in one exec); what podman hides, hidden.
-  mount -o remount,ro,nosuid,nodev,noexec /proc || exit 1
-  for d in keys timer_list sched_debug latency_stats; do
-    if [ -e /proc/$d ]; then mount --bind /dev/null /proc/$d || exit 1; fi
-  done
-fi
-if [ "$__tmax_fresh_net" = 1 ]; then  # the phase has no network: only a loopback of its own
-  /opt/tmax/bin/python3 -I -S -c "$__tmax_lo_code" || exit 1
-fi
-printf "ready\n"; exec >/dev/null 2>&1
-exec "$@" /opt/tmax/bin/bash --noprofile --norc -c '"'"'
-  trap "" HUP INT QUIT TERM USR1 USR2 PIPE
-  while :; do /opt/tmax/bin/sleep 86400 & wait $!; done'"'"'
-'
 __tmax_agent_up() {
   [ -n "$__tmax_agent" ] && [ -e "/proc/$__tmax_agent/ns/pid_for_children" ] && return 0
   local fd line proc errors=
@@ -566,12 +535,15 @@ __tmax_agent_up() {
   # stays: the agent then sees the other processes' numbers but still cannot signal
   # them (not in its PID namespace) or open their fds or memory (a child user
   # namespace has no rights over its parent's processes).
+  # Its init (tmax-enter --init, PID 1) masks that /proc like podman's (all of it
+  # read-only, keys, timer_list, sched_debug, latency_stats hidden), brings up the
+  # loopback of a phase without network, keeps the agent's capabilities only, then
+  # reaps orphans and ignores signals.
   for proc in --mount-proc ""; do
-    exec {fd}< <(__tmax_fresh_proc=${proc:+1} __tmax_fresh_net=$__tmax_agent_net \
-      __tmax_lo_code=$__tmax_lo_code exec unshare "${__tmax_unshare[@]}" \
-      "${__tmax_agent_netopt[@]}" --pid \
-      --mount --fork --kill-child --propagation private $proc -- /opt/tmax/bin/bash \
-      --noprofile --norc -c "$__tmax_init_script" init "${__tmax_drop[@]}" </dev/null 2>&1)
+    exec {fd}< <(exec unshare "${__tmax_unshare[@]}" "${__tmax_agent_netopt[@]}" --pid \
+      --mount --fork --kill-child --propagation private $proc -- /opt/tmax/bin/tmax-enter \
+      --init "$__tmax_keep" ${proc:+--proc} "${__tmax_agent_netopt[@]/--net/--lo}" \
+      </dev/null 2>&1)
     __tmax_agent=$!
     while IFS= read -r -t 30 -u "$fd" line && [ "$line" != ready ]; do
       errors+="$line; "
@@ -579,12 +551,8 @@ __tmax_agent_up() {
     exec {fd}<&-
     [ "$line" = ready ] && break
   done
-  if [ "$__tmax_agent_net" = 1 ]; then  # tmax-enter joins PID and mount only: net first
-    __tmax_enter=(python3 -I -S -c "$__tmax_join_code" "$__tmax_agent" "${#__tmax_nsenter[@]}"
-                  tmax-enter "$__tmax_agent" "$__tmax_keep" --)
-  else
-    __tmax_enter=(tmax-enter "$__tmax_agent" "$__tmax_keep" "${__tmax_nsenter[@]}" --)
-  fi
+  __tmax_enter=(tmax-enter "$__tmax_agent" "$__tmax_keep" "${__tmax_nsenter[@]}"
+                "${__tmax_agent_netopt[@]}" --)
   [ "$line" = ready ] && return 0
   printf 'tmax: the agent namespace did not start: %s\n' "$errors"
   return 1
@@ -865,19 +833,15 @@ class Sandbox(ABC):
             self._channel = Channel(self._start())
             # Docker creates WORKDIR when it builds; a root file system used directly
             # (bwrap's fast path) may lack it, so the session makes sure it exists.
-            caps = ",".join(["-all", *(f"+{name}" for name in self.agent_capabilities())])
             userns = self.own_user_namespace
+            workdir = shlex.quote(self.workdir)
             setup = (
                 f"__tmax_oom_on={int(self.oom_inside)}\n"
-                f"__tmax_caps={caps}\n"
                 f"__tmax_keep={self._agent_capability_numbers()}\n"
                 f"__tmax_unshare=({'--user --map-current-user' if userns else ''})\n"
                 f"__tmax_nsenter=({'--user' if userns else ''})\n"
-                f"__tmax_agent_net={int(self.agent_netns)}\n"
                 f"__tmax_agent_netopt=({'--net' if self.agent_netns else ''})\n"
-                f"__tmax_lo_code={shlex.quote(LOOPBACK_UP)}\n"
-                f"__tmax_join_code={shlex.quote(JOIN_NETWORK)}\n"
-                f"mkdir -p -- {shlex.quote(self.workdir)} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
+                f"[ -d {workdir} ] || mkdir -p -- {workdir} 2>/dev/null\n{_CONTROL_FUNCTIONS}"
             )
             self._channel.send(setup.encode())
             deadline = time.monotonic() + 60

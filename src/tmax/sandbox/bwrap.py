@@ -37,7 +37,7 @@ from tmax.sandbox.base import (
     Sandbox,
     SandboxError,
 )
-from tmax.sandbox.storage import mount_script, sandbox_root, storage_image
+from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, storage_image
 
 log = logging.getLogger("tmax.sandbox.bwrap")
 
@@ -107,14 +107,17 @@ class Cgroup:
         return sorted(found)
 
     def remove(self) -> None:
-        for _ in range(50):
-            remaining = self.pids()
+        """Kill what is left in the cgroup, wait (up to a second) until it is empty,
+        then remove it. Polled from 1 ms up: killed processes are usually gone at once."""
+        deadline, pause = time.monotonic() + 1.0, 0.001
+        while remaining := self.pids():
             for pid in remaining:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            if not remaining:
+            if time.monotonic() > deadline:
                 break
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.02)
         for path in self.dirs.values():
             try:
                 path.rmdir()
@@ -199,8 +202,9 @@ class BwrapSandbox(Sandbox):
         self._limited = image is not None
         if image is None:
             self.degraded.append(storage.problem or "storage: not limited")
-        layer = mount_script(image, self.dir / "store", str(self.rootfs), self.dir / "merged")
-        inner = f"{layer} && exec {shlex.join(self._bwrap_args())}"
+        layer = private_copy(image, self.dir / "store.ext4") if image is not None else None
+        mount = mount_script(layer, self.dir / "store", str(self.rootfs), self.dir / "merged")
+        inner = f"{mount} && exec {shlex.join(self._bwrap_args())}"
         self.process = subprocess.Popen(
             ["/bin/sh", "-c", self._launcher(inner)],
             stdin=subprocess.PIPE,

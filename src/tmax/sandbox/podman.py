@@ -37,7 +37,7 @@ from tmax.sandbox.base import (
     capability_names,
 )
 from tmax.sandbox.images import podman_image_settings
-from tmax.sandbox.storage import mount_script, sandbox_root, storage_image
+from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, storage_image
 
 log = logging.getLogger("tmax.sandbox.podman")
 
@@ -80,7 +80,8 @@ class PodmanSandbox(Sandbox):
         lower = _podman("image", "mount", self.image).stdout.strip()
         self._image_mounted = True  # one reference of podman's count is ours to give back
         marker.write_text(json.dumps({LABEL: self.run_id, "image": self.image}))
-        script = mount_script(size_image, self.dir / "store", lower, self.dir / "merged")
+        layer = private_copy(size_image, self.dir / "store.ext4")
+        script = mount_script(layer, self.dir / "store", lower, self.dir / "merged")
         mounted = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
         if mounted.returncode != 0:
             raise SandboxError(f"could not mount the writable layer: {mounted.stderr.strip()}")
