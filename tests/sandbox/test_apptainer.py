@@ -10,11 +10,14 @@ follows Apptainer's documented behaviour where our backend depends on it:
 - ``--memory``/``--cpus``/``--pids-limit`` fail the start with Apptainer's message
   ("while applying cgroups config") where ``$FAKE_APPTAINER_CGROUPS=fail``: a user
   without cgroups v2 delegation ("Limiting container resources with cgroups").
-- ``overlay create --sparse --size N FILE`` makes a sparse image of N MiB
-  (cmd/internal/cli/overlay_create_linux.go); ``$FAKE_APPTAINER_OVERLAY=fail`` makes
-  it fail as on a host without mkfs.ext3/fuse2fs.
+- ``overlay create --sparse --size N FILE`` makes a sparse ext3 image of N MiB holding
+  ``upper`` and ``work`` (cmd/internal/cli/overlay_create_linux.go: ``mkfs.ext3 -d``);
+  ``$FAKE_APPTAINER_OVERLAY=fail`` makes it fail as on a host without mkfs.ext3/fuse2fs.
+- The writable layer is the ``--overlay`` image (its own file system: a full layer is
+  ENOSPC at its size) or directory; without one it is the session directory, a tmpfs
+  capped at 64 MiB ("sessiondir max size" in apptainer.conf).
 - ``exec instance://NAME`` runs the command under bubblewrap on the host's root file
-  system under a writable tmpfs layer (so nothing reaches the host's files), with the
+  system under that writable layer (so nothing reaches the host's files), with the
   toolbox bound at /opt/tmax, in a user namespace, with no capabilities as the
   ordinary user: the inside of the "container" is the host's software, but base.py's
   control protocol, the agent's own namespaces included, runs end to end through the
@@ -140,6 +143,14 @@ elif args[:2] == ["overlay", "create"]:
     size, path = int(args[args.index("--size") + 1]), args[-1]
     with open(path, "wb") as handle:
         handle.truncate(size * 1024 * 1024)
+    seed = subprocess.run(["mktemp", "-d"], capture_output=True, text=True).stdout.strip()
+    os.mkdir(seed + "/upper")
+    os.mkdir(seed + "/work")
+    made = subprocess.run(["mkfs.ext3", "-q", "-F", "-d", seed, path], capture_output=True,
+                          text=True)
+    subprocess.run(["rm", "-rf", seed])
+    if made.returncode != 0:
+        fatal("while creating overlay image: " + made.stderr.strip())
 elif args[:1] == ["exec"]:
     target = next(a for a in args if a.startswith("instance://"))
     instance = state.get(target.removeprefix("instance://")) or fatal(f"no instance {target}")
@@ -154,13 +165,21 @@ elif args[:1] == ["exec"]:
     unshare = ["--unshare-all"] if os.environ.get("FAKE_APPTAINER_PIDNS") != "no" else [
         "--unshare-user", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup"]
     bwrap = shlex.join([
-        "bwrap", "--bind", "$L/merged", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
+        "bwrap", "--bind", "$M", "/", "--tmpfs", "/opt", "--tmpfs", "/tmp",
         "--ro-bind", instance["toolbox"], "/opt/tmax", "--dev", "/dev", "--proc", "/proc",
         *unshare, *user, *setenv, "--die-with-parent", *command,
-    ]).replace("'$L/merged'", '"$L/merged"')
+    ]).replace("'$M'", '"$M"')
+    options = instance["options"]
+    overlay = options[options.index("--overlay") + 1] if "--overlay" in options else None
+    if overlay and os.path.isfile(overlay):  # an overlay image: its file system, its size
+        upper = f"mount -o loop,nosuid,nodev {shlex.quote(overlay)} \"$L\" && U=$L/upper W=$L/work"
+    elif overlay:  # a directory on the host's disk holds the layer
+        upper = f"U={shlex.quote(overlay)}/upper W={shlex.quote(overlay)}/work && mkdir -p $U $W"
+    else:  # the session directory: a tmpfs of "sessiondir max size" (apptainer.conf)
+        upper = 'mount -t tmpfs -o size=64m tmpfs "$L" && U=$L/upper W=$L/work && mkdir $U $W'
     layer = (
-        'L=$(mktemp -d) && mount -t tmpfs tmpfs "$L" && mkdir "$L/u" "$L/w" "$L/merged" && '
-        'mount -t overlay overlay -o "lowerdir=/,upperdir=$L/u,workdir=$L/w" "$L/merged" && '
+        f'L=$(mktemp -d) && {upper} && M=$(mktemp -d) && '
+        'mount -t overlay overlay -o "lowerdir=/,upperdir=$U,workdir=$W" "$M" && '
         f"exec {bwrap}"
     )
     os.execvp("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c", layer])
@@ -355,6 +374,29 @@ def test_without_overlay_images_the_layer_is_a_directory_and_says_so(
     options = start_args(sandbox, fake)[3:-2]
     assert options[options.index("--overlay") + 1].endswith("/overlay")
     assert sandbox.degraded == ["storage: a directory overlay (overlay images unavailable)"]
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_the_writable_layer_is_the_overlay_image_not_the_64_mib_session(
+    fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write = "head -c 200M /dev/zero > /big; echo rc=$?; rm -f /big"
+    with ApptainerSandbox("/x.sif", Limits(storage_mb=300), toolbox=toolbox) as box:
+        assert "rc=0" in box.run(write).output  # what preflight probes for
+        bomb = box.run("head -c 400M /dev/zero > /big; echo rc=$?").output
+        assert "No space left on device" in bomb and "rc=1" in bomb, bomb  # at its size
+    # Without the overlay, Apptainer's writable space is the session's 64 MiB.
+    with_overlay = ApptainerSandbox._start_args
+
+    def without_overlay(self: ApptainerSandbox, cgroup_limits: bool = True) -> list[str]:
+        args = with_overlay(self, cgroup_limits)
+        at = args.index("--overlay")
+        return args[:at] + args[at + 2 :]
+
+    monkeypatch.setattr(ApptainerSandbox, "_start_args", without_overlay)
+    with ApptainerSandbox("/x.sif", Limits(storage_mb=300), toolbox=toolbox) as box:
+        assert "No space left on device" in box.run(write).output
 
 
 def test_binary_override(fake: Fake, toolbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
