@@ -267,12 +267,14 @@ def main() -> None:
     if args.case:
         print(json.dumps(run_case(args.case[0], bool(args.case[1]))))
         return
-    if args.load:
-        print(json.dumps(load_rank(Path(args.load[0]), bool(int(args.load[1])))))
-        return
-    if args.sequence_rank:
-        print(json.dumps(run_case(args.sequence_rank, checkpointing=True, split=True)))
-        return
+    if args.load or args.sequence_rank:  # one rank of a process group
+        from tmax.rl.launch import leave_without_teardown
+
+        if args.load:
+            print(json.dumps(load_rank(Path(args.load[0]), bool(int(args.load[1])))))
+        else:
+            print(json.dumps(run_case(args.sequence_rank, checkpointing=True, split=True)))
+        leave_without_teardown(0)  # as a real rank ends: gloo's teardown can abort
     if args.only in (None, "activations"):
         activations(args.quick)
     if args.only in (None, "loading"):
