@@ -7,6 +7,8 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.report.conftest import CURVE, DECONTAM_REPORT, TASKS_REPORT
 from tmax.config import config_hash
@@ -95,3 +97,26 @@ def test_training_curves_mark_the_step_selection_kept(tmp_path: Path) -> None:
     assert "tiny-a (kept step 2)" in labels and "tiny-b" in labels
     markers = [line for line in axis.get_lines() if line.get_linestyle() == ":"]
     assert [list(line.get_xdata()) for line in markers] == [[2, 2]]
+
+
+def test_the_reward_panel_shows_the_trend_and_the_starting_policys_level() -> None:
+    from tmax.report.figures import smoothed, start_level, training_curves
+
+    assert smoothed([0, 3, 0, 3, 0, 3]) == [1.5, 1.0, 2.0, 1.0, 2.0, 1.5]
+    assert smoothed([1.0, 2.0]) == [1.5, 1.5]
+    curve = [
+        {"step": 0, "reward_mean": 0.2, "reward_start_policy_mean": 0.25,
+         "episodes_start_policy": 16},
+        {"step": 1, "reward_mean": 0.3, "reward_start_policy_mean": 0.5,
+         "episodes_start_policy": 4},
+        {"step": 2, "reward_mean": 0.6, "reward_start_policy_mean": None,
+         "episodes_start_policy": 0},
+        {"step": 3, "reward_mean": 0.7},
+    ]  # fmt: skip
+    assert start_level(curve) == pytest.approx((0.25 * 16 + 0.5 * 4) / 20)
+    assert start_level(CURVE["curve"]) is None  # an older run's metrics: no line
+    axis = training_curves({"tiny": curve}).axes[0]
+    lines = {line.get_label(): line for line in axis.get_lines()}
+    trend = smoothed([0.2, 0.3, 0.6, 0.7])
+    assert list(lines["tiny, smoothed"].get_ydata()) == pytest.approx(trend)
+    assert list(lines["tiny, starting policy (0.30)"].get_ydata()) == pytest.approx([0.3, 0.3])

@@ -197,6 +197,21 @@ def test_stale_groups_are_dropped(tmp_path: Path) -> None:
     assert metrics["groups_dropped_stale"] == 1 and metrics["staleness_max"] <= 1
 
 
+@pytest.mark.parametrize("async_steps", [0, 1])
+def test_the_starting_policys_level_is_what_version_0_played(
+    tmp_path: Path, async_steps: int
+) -> None:
+    trainer = make_trainer(tmp_path, target_env(), steps=4, async_steps=async_steps)
+    trainer.train()
+    metrics = curve(tmp_path)
+    first = metrics[0]  # every group of the first step was played by the starting policy
+    assert first["episodes_start_policy"] == 8 * 4
+    assert first["reward_start_policy_mean"] == pytest.approx(first["reward_mean"])
+    later = [m["episodes_start_policy"] for m in metrics[1 + async_steps :]]
+    assert later and set(later) == {0}
+    assert all(m["reward_start_policy_mean"] is None for m in metrics[1 + async_steps :])
+
+
 def test_micro_batches_share_one_token_normaliser(tmp_path: Path) -> None:
     """The gradient of a step does not depend on how the batch is cut into micro-batches."""
     trainer = make_trainer(tmp_path, target_env())

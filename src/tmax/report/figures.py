@@ -63,9 +63,34 @@ def _series(curve: Curve, key: str) -> tuple[list[float], list[float]]:
     return [p[0] for p in points], [p[1] for p in points]
 
 
+def smoothed(values: Sequence[float]) -> list[float]:
+    """A centred moving average over a window of about a fifth of the run (at least 3
+    steps, odd), shrinking at the ends: the trend of a reward that is noisy per step."""
+    window = max(3, len(values) // 5) | 1
+    half = window // 2
+    out = []
+    for index in range(len(values)):
+        part = values[max(0, index - half) : index + half + 1]
+        out.append(sum(part) / len(part))
+    return out
+
+
+def start_level(curve: Curve) -> float | None:
+    """The mean reward of every episode the starting policy (version 0: the SFT model)
+    played, over the steps that collected some; None if none is recorded."""
+    rows = [r for r in curve if r.get("reward_start_policy_mean") is not None]
+    episodes = sum(r.get("episodes_start_policy", 1) for r in rows)
+    if not rows or episodes == 0:
+        return None
+    weighted = sum(r["reward_start_policy_mean"] * r.get("episodes_start_policy", 1) for r in rows)
+    return weighted / episodes
+
+
 def training_curves(curves: Mapping[str, Curve], chosen: Mapping[str, int] | None = None) -> Figure:
     """One panel per training metric, one line per model (size); a dotted line marks the
-    step checkpoint selection kept (``chosen``: model -> step, where it selected)."""
+    step checkpoint selection kept (``chosen``: model -> step, where it selected). The
+    reward panel adds each model's smoothed reward (:func:`smoothed`) and, dashed, the
+    level of its starting policy (:func:`start_level`)."""
     title = "RL training curves per model"
     if not any(curves.values()):
         return placeholder(title, "no model was trained with RL")
@@ -76,8 +101,17 @@ def training_curves(curves: Mapping[str, Curve], chosen: Mapping[str, int] | Non
             steps, values = _series(curve, key)
             name = f"{model} (kept step {chosen[model]})" if model in chosen else model
             [line] = axis.plot(steps, values, marker="o", markersize=3, label=name)
+            color = line.get_color()
             if model in chosen:
-                axis.axvline(chosen[model], color=line.get_color(), linestyle=":", linewidth=1)
+                axis.axvline(chosen[model], color=color, linestyle=":", linewidth=1)
+            if key == "reward_mean" and len(values) >= 3:
+                line.set_alpha(0.35)
+                axis.plot(steps, smoothed(values), color=color, linewidth=2,
+                          label=f"{model}, smoothed")  # fmt: skip
+            level = start_level(curve) if key == "reward_mean" else None
+            if level is not None:
+                axis.axhline(level, color=color, linestyle="--", linewidth=1,
+                             label=f"{model}, starting policy ({level:.2f})")  # fmt: skip
         axis.set_xlabel("step")
         axis.set_ylabel(label)
     axes[0].legend(fontsize="small")

@@ -604,6 +604,8 @@ class Trainer:
             return version - group.policy_version
 
         all_rewards = [r for g in collected for r in g.rewards]
+        # the starting policy's own level (the SFT model's), what RL must improve on
+        start_rewards = [r for g in collected if g.policy_version == 0 for r in g.rewards]
         zero_std = (
             zero_std_groups(torch.tensor([g.rewards for g in collected])).tolist()
             if collected
@@ -613,6 +615,10 @@ class Trainer:
             "step": step,
             "reward_mean": sum(all_rewards) / len(all_rewards) if all_rewards else 0.0,
             "reward_trained_mean": float(rewards.mean()) if groups else None,
+            "reward_start_policy_mean": (
+                sum(start_rewards) / len(start_rewards) if start_rewards else None
+            ),
+            "episodes_start_policy": len(start_rewards),
             "groups_collected": len(collected),
             "groups_trained": len(groups),
             "zero_std_fraction": sum(zero_std) / len(zero_std) if zero_std else 0.0,
