@@ -79,11 +79,10 @@ def start_level(curve: Curve) -> float | None:
     """The mean reward of every episode the starting policy (version 0: the SFT model)
     played, over the steps that collected some; None if none is recorded."""
     rows = [r for r in curve if r.get("reward_start_policy_mean") is not None]
-    episodes = sum(r.get("episodes_start_policy", 1) for r in rows)
-    if not rows or episodes == 0:
+    episodes = sum(r["episodes_start_policy"] for r in rows)
+    if episodes == 0:
         return None
-    weighted = sum(r["reward_start_policy_mean"] * r.get("episodes_start_policy", 1) for r in rows)
-    return weighted / episodes
+    return sum(r["reward_start_policy_mean"] * r["episodes_start_policy"] for r in rows) / episodes
 
 
 def training_curves(curves: Mapping[str, Curve], chosen: Mapping[str, int] | None = None) -> Figure:

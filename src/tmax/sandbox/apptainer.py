@@ -62,7 +62,7 @@ from typing import Any
 from tmax.io import cache_dir, file_lock, write_text
 from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
 from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
-from tmax.sandbox.storage import made_once, sandbox_root
+from tmax.sandbox.storage import made_once, private_copy, sandbox_root
 
 log = logging.getLogger("tmax.sandbox.apptainer")
 
@@ -357,12 +357,10 @@ class ApptainerSandbox(Sandbox):
             (self.dir / "overlay").mkdir(exist_ok=True)
             self.degraded.append("storage: a directory overlay (overlay images unavailable)")
             return
-        copied = subprocess.run(
-            ["cp", "--sparse=always", str(template), str(self.dir / "overlay.img")],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if copied.returncode != 0:
-            raise SandboxError(f"cannot copy the overlay image: {copied.stderr.strip()}")
+        try:
+            private_copy(template, self.dir / "overlay.img")
+        except OSError as error:
+            raise SandboxError(f"cannot copy the overlay image: {error}") from None
 
     def _start(self) -> subprocess.Popen[bytes]:
         binary = _require_binary()
