@@ -67,6 +67,12 @@ REQUEST_TIMEOUT = 3600.0
 """Seconds one HTTP call may take (a 16k-token turn on a busy engine; a weight push)."""
 
 
+NONFINITE_ANSWER = "Out of range float values are not JSON compliant"
+"""What vLLM's server answers (400) when a sampled token's log-prob is -inf or NaN."""
+NONFINITE_RETRIES = 2
+NONFINITE_SEED_STEP = 1_000_003
+
+
 class EngineServerError(RuntimeError):
     """A server failed a request, went away or never came up; the message names it."""
 
@@ -229,8 +235,23 @@ class EngineClient:
             "ignore_eos": True, "skip_special_tokens": False, "return_token_ids": True,
             "include_stop_str_in_output": True,
         }  # fmt: skip
-        answer = self.call("POST", "/v1/completions", body)
-        return generation_from_completion(answer, self.name)
+        for attempt in range(NONFINITE_RETRIES + 1):
+            try:
+                answer = self.call("POST", "/v1/completions", body)
+            except EngineServerError as error:
+                if NONFINITE_ANSWER not in str(error):
+                    raise
+                # A sampled token whose log-prob is -inf/NaN (the server cannot write it
+                # as JSON): a numerical accident of that draw, so draw again.
+                log.warning("%s: non-finite log-prob in a sample (attempt %d); drawing again",
+                            self.name, attempt + 1)  # fmt: skip
+                body["seed"] = None if seed is None else seed + NONFINITE_SEED_STEP * (attempt + 1)
+                continue
+            return generation_from_completion(answer, self.name)
+        raise EngineServerError(
+            f"{self.name}: {NONFINITE_RETRIES + 1} samples in a row had a non-finite "
+            "log-prob for a sampled token; the policy's logits hold inf/NaN"
+        )
 
     def weight_version(self) -> str:
         return str(self.call("GET", "/weight_info")["weight_version"])
