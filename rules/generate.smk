@@ -15,6 +15,7 @@ rule generate_tasks:
     params:
         seed=config["seed"],
         backend=config["generation"]["backend"],
+        tier=config["generation"]["tier"],
         generator=generator_fingerprint(),
         llm=generation_params(config),
     script:

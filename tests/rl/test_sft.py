@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
 
 from tmax.harness import HarnessSettings, make_harness
 from tmax.harness.tmax import format_observation, is_submission
-from tmax.rl.sft import solution_conversation
+from tmax.rl.sft import (
+    _masked_loss,
+    _padded,
+    _prefix_shared_loss,
+    shared_prefix,
+    solution_conversation,
+    tokenize_conversation,
+)
 from tmax.sandbox.base import ExecResult
 
 
@@ -25,3 +38,43 @@ def test_an_expert_episode_is_a_harness_episode() -> None:
     assert observation["content"].endswith("(exit_code=0)")
     command = json.loads(submit["tool_calls"][0]["function"]["arguments"])["command"]
     assert is_submission(command, "")
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_the_shared_prefix_runs_once_with_the_same_loss_and_gradients(
+    model_dir: Path, tokenizer: Any
+) -> None:
+    """Running the harness prompt every example shares once and repeating its keys and
+    values gives what padding each example to full length gives."""
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    settings = HarnessSettings(max_tool_calls=3)
+    batch = [
+        tokenize_conversation(tokenizer, *solution_conversation(instruction, solution, settings))
+        for instruction, solution in [
+            ("Write the word `admin` to `/app/answer.txt`.", "echo admin > /app/answer.txt"),
+            ("Sort `/app/a.txt` into `/app/b.txt`, then count its lines.",
+             "sort /app/a.txt > /app/b.txt\nwc -l < /app/b.txt > /app/n.txt"),
+            ("Write the word `admin` to `/app/answer.txt`.", "echo admin > /app/answer.txt"),
+        ]
+    ]  # fmt: skip
+    cut = shared_prefix(batch)
+    assert 0 < cut < min(mask.index(1) for _, mask in batch)
+    assert all(ids[:cut] == batch[0][0][:cut] for ids, _ in batch)
+
+    def loss_and_grads(loss_of: Any) -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        loss = loss_of()
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in model.parameters()]
+
+    shared, shared_grads = loss_and_grads(lambda: _prefix_shared_loss(model, batch))
+    padded, padded_grads = loss_and_grads(lambda: _masked_loss(model, *_padded(batch)))
+    assert shared == pytest.approx(padded, rel=1e-5)
+    for a, b in zip(shared_grads, padded_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_without_a_shared_prefix_nothing_is_cut() -> None:
+    assert shared_prefix([([1, 2, 3], [0, 1, 1]), ([1, 2, 4], [0, 0, 1])]) == 0
+    assert shared_prefix([([5, 2, 3], [0, 0, 1]), ([6, 2, 3], [0, 0, 1])]) == 0
+    assert shared_prefix([([1, 2, 3, 4], [0, 0, 0, 1]), ([1, 2, 3, 5], [0, 0, 0, 1])]) == 2

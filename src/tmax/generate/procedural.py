@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.generate import families as _families  # noqa: F401  (registers the families)
+from tmax.generate.families.easy import EASY_FAMILIES
 from tmax.generate.family import CODE_LANGUAGES, FAMILIES, Draft, Family, RenderContext
 from tmax.sandbox.images import domain_definition
 from tmax.tasks import Task, TaskConfig, TaskFile, TaskMeta
@@ -31,6 +32,9 @@ LANGUAGE_FALLBACK = {
     "any": "python",
 }
 """Axis languages without reference programs, mapped to the nearest one we write."""
+TIERS = ("full", "easy")
+"""``generation.tier``: the families of the paper's tasks, or the easy tier of one- and
+two-command tasks for the embedded default's miniature (tmax.generate.families.easy)."""
 
 PYTEST_VERDICT = ["test_task.py"]
 """``[metadata] pytest_verdict`` of every generated task: in our sandboxes the reward is
@@ -57,7 +61,7 @@ def _rng(spec: TaskSpec, seed: int, salt: str) -> random.Random:
 
 
 def family_by_name(name: str) -> Family:
-    for families in FAMILIES.values():
+    for families in [*FAMILIES.values(), EASY_FAMILIES]:
         for family in families:
             if family.name == name:
                 return family
@@ -65,14 +69,17 @@ def family_by_name(name: str) -> Family:
 
 
 def choose_family(
-    spec: TaskSpec, seed: int, family_name: str | None = None
+    spec: TaskSpec, seed: int, family_name: str | None = None, tier: str = "full"
 ) -> tuple[Family, dict[str, str]]:
-    """The family for a spec, preferring one that realises every axis as asked.
+    """The family for a spec, preferring one that realises every axis as asked
+    (among the ``tier``'s families: :data:`TIERS`).
 
     Returns the family and the axes it realises differently from the spec (empty
     when it matches); those are recorded in ``tmax.json`` and the report.
     """
-    families = FAMILIES.get(spec.domain)
+    if tier not in TIERS:
+        raise GenerationError(f"unknown generation tier {tier!r}; use one of {TIERS}")
+    families = list(EASY_FAMILIES) if tier == "easy" else FAMILIES.get(spec.domain)
     if not families:
         raise GenerationError(f"no procedural task family for domain {spec.domain!r}")
     needs_service = spec.command_complexity == "bash_code_services"
@@ -97,6 +104,8 @@ def choose_family(
         realised["fixture_kind"] = sorted(family.fixture_kinds)[0]
     if needs_service and not family.services:
         realised["command_complexity"] = "bash_code"
+    if tier == "easy" and spec.command_complexity != "bash_only":
+        realised["command_complexity"] = "bash_only"  # the easy tier asks for no program
     language = LANGUAGE_FALLBACK.get(spec.language, spec.language)
     if language not in family.languages:
         language = next(lang for lang in CODE_LANGUAGES if lang in family.languages)
@@ -127,10 +136,13 @@ def _as_file(content: str | bytes, executable: bool = False) -> TaskFile:
     return TaskFile(data, executable)
 
 
-def render_task(spec: TaskSpec, seed: int, family_name: str | None = None) -> Task:
+def render_task(
+    spec: TaskSpec, seed: int, family_name: str | None = None, tier: str = "full"
+) -> Task:
     """Render one spec into an in-memory :class:`Task` (deterministic); ``family_name``
-    forces a family (tests), otherwise the best fit for the spec is chosen."""
-    family, realised = choose_family(spec, seed, family_name)
+    forces a family (tests), otherwise the best fit for the spec among the ``tier``'s
+    families is chosen."""
+    family, realised = choose_family(spec, seed, family_name, tier)
     ctx = RenderContext(
         spec=spec,
         rng=_rng(spec, seed, family.name),
@@ -216,5 +228,5 @@ def task_digest(task_dir: Path) -> str:
     return hasher.hexdigest()
 
 
-def render_all(specs: Sequence[TaskSpec], seed: int) -> list[Task]:
-    return [render_task(spec, seed) for spec in specs]
+def render_all(specs: Sequence[TaskSpec], seed: int, tier: str = "full") -> list[Task]:
+    return [render_task(spec, seed, tier=tier) for spec in specs]

@@ -26,15 +26,18 @@ FAILED_FILE = "_generation_failures.json"
 """Specs of a shard that no family could render, with the reason (kept, not dropped)."""
 
 
-def generate_shard(specs_path: str | Path, output_dir: str | Path, seed: int) -> int:
-    """Render every spec of a shard into ``output_dir/<spec_id>/``."""
+def generate_shard(
+    specs_path: str | Path, output_dir: str | Path, seed: int, tier: str = "full"
+) -> int:
+    """Render every spec of a shard into ``output_dir/<spec_id>/`` (``tier``: the
+    families to draw from, :data:`tmax.generate.procedural.TIERS`)."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     failures: dict[str, str] = {}
     written = 0
     for spec in read_specs(specs_path):
         try:
-            write_task(render_task(spec, seed), output_dir)
+            write_task(render_task(spec, seed, tier=tier), output_dir)
             written += 1
         except GenerationError as error:
             failures[spec.spec_id] = str(error)
@@ -54,7 +57,8 @@ def generate_for_backend(
     """The generation stage for the configured backend (``config``: the validated
     workflow config, which the llm backend reads its endpoint and settings from)."""
     if backend == "procedural":
-        return generate_shard(specs_path, output_dir, seed)
+        tier = (config or {}).get("generation", {}).get("tier", "full")
+        return generate_shard(specs_path, output_dir, seed, tier)
     if backend == "llm":
         from tmax.generate.llm import LLMSettings, generate_llm_shard
 

@@ -1,0 +1,196 @@
+"""The easy tier (``generation.tier: easy``): one- and two-command file tasks for models
+of a few million parameters, so that the embedded default's miniature can show SFT and
+RL doing something measurable in minutes.
+
+Each task still comes from a spec of the 9-axis sampler: the domain picks the file
+names and words, the persona opens the request, and task complexity sets how many
+steps there are (one for short and moderate, two for complex and intricate). What the
+tier cannot honour (code, services, fixtures other than text, verifiers other than
+exact text) is recorded as realised differently, like any family's. The reference
+solution is one shell command per step; the tests compare each deliverable with the
+answer computed here, so a no-op scores 0 and the oracle 1.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tmax.generate.family import Draft, Family, RenderContext
+
+VOCABULARY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # domain: (input file stems, words the files hold)
+    "security": (("auth", "alerts", "blocked", "users"),
+                 ("root", "guest", "admin", "token", "denied", "allowed", "firewall", "audit")),
+    "software_engineering": (("modules", "commits", "tests", "deps"),
+                             ("parser", "lexer", "router", "cache", "worker", "client",
+                              "server", "build")),
+    "file_operations": (("names", "paths", "inventory", "listing"),
+                        ("photo", "music", "backup", "archive", "draft", "notes", "video",
+                         "scan")),
+    "data_querying": (("customers", "orders", "regions", "products"),
+                      ("north", "south", "east", "west", "retail", "online", "pending",
+                       "shipped")),
+    "data_science": (("samples", "labels", "features", "runs"),
+                     ("mean", "median", "outlier", "train", "valid", "forest", "linear",
+                      "kernel")),
+    "debugging": (("trace", "errors", "crashes", "warnings"),
+                  ("segfault", "timeout", "overflow", "nullptr", "deadlock", "leak", "panic",
+                   "assert")),
+    "scientific_computing": (("spectra", "particles", "grid", "solver"),
+                             ("photon", "neutron", "proton", "lattice", "tensor", "vector",
+                              "matrix", "quark")),
+    "data_processing": (("records", "ledger", "entries", "batch"),
+                        ("invoice", "refund", "credit", "debit", "payment", "receipt",
+                         "balance", "charge")),
+    "system_administration": (("services", "hosts", "packages", "cron"),
+                              ("nginx", "sshd", "docker", "kernel", "systemd", "rsyslog",
+                               "chrony", "postfix")),
+}  # fmt: skip
+OUTPUTS = ("answer", "result", "out", "report", "summary", "count", "picked", "final")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One deliverable: the sentence asking for it, the command that makes it, and
+    what the tests expect (``expected`` None: ``path`` must be a directory)."""
+
+    sentence: str
+    command: str
+    path: str
+    expected: str | None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    rng: random.Random
+    stem: str
+    lines: tuple[str, ...]
+    words: tuple[str, ...]
+    output: str
+
+    @property
+    def source(self) -> str:
+        """The input file."""
+        return f"/app/{self.stem}.txt"
+
+    @property
+    def target(self) -> str:
+        """The deliverable."""
+        return f"/app/{self.output}.txt"
+
+
+def _lines(text: list[str] | tuple[str, ...]) -> str:
+    return "".join(line + "\n" for line in text)
+
+
+def write_word(x: Inputs) -> Step:
+    word = x.rng.choice(x.words)
+    return Step(f"Write the word `{word}` to `{x.target}`.", f"echo {word} > {x.target}",
+                x.target, word + "\n")  # fmt: skip
+
+
+def count_lines(x: Inputs) -> Step:
+    return Step(f"Count the lines of `{x.source}` and write the number to `{x.target}`.",
+                f"wc -l < {x.source} > {x.target}", x.target, f"{len(x.lines)}\n")  # fmt: skip
+
+
+def sort_lines(x: Inputs) -> Step:
+    return Step(f"Sort the lines of `{x.source}` into `{x.target}`.",
+                f"sort {x.source} > {x.target}", x.target, _lines(sorted(x.lines)))  # fmt: skip
+
+
+def first_lines(x: Inputs) -> Step:
+    n = x.rng.randint(1, len(x.lines) - 1)
+    return Step(f"Put the first {n} lines of `{x.source}` in `{x.target}`.",
+                f"head -n {n} {x.source} > {x.target}", x.target, _lines(x.lines[:n]))  # fmt: skip
+
+
+def last_lines(x: Inputs) -> Step:
+    n = x.rng.randint(1, len(x.lines) - 1)
+    return Step(f"Put the last {n} lines of `{x.source}` in `{x.target}`.",
+                f"tail -n {n} {x.source} > {x.target}", x.target, _lines(x.lines[-n:]))  # fmt: skip
+
+
+def matching_lines(x: Inputs) -> Step:
+    word = x.rng.choice(sorted({line.split()[0] for line in x.lines}))
+    return Step(f"Copy the lines of `{x.source}` that contain `{word}` to `{x.target}`.",
+                f"grep {word} {x.source} > {x.target}", x.target,
+                _lines([line for line in x.lines if word in line]))  # fmt: skip
+
+
+def copy_file(x: Inputs) -> Step:
+    return Step(f"Make a copy of `{x.source}` named `{x.target}`.",
+                f"cp {x.source} {x.target}", x.target, _lines(x.lines))  # fmt: skip
+
+
+def make_folder(x: Inputs) -> Step:
+    name = x.rng.choice(x.words)
+    return Step(f"Create the folder `/app/{name}`.", f"mkdir -p /app/{name}", f"/app/{name}", None)
+
+
+OPERATIONS: tuple[Callable[[Inputs], Step], ...] = (
+    write_word, count_lines, sort_lines, first_lines, last_lines, matching_lines, copy_file,
+    make_folder,
+)  # fmt: skip
+
+TESTS = '''"""Each deliverable must hold exactly what was asked for."""
+
+from pathlib import Path
+
+import pytest
+
+EXPECTED = {expected!r}
+
+
+@pytest.mark.parametrize("path", sorted(EXPECTED))
+def test_deliverable(path):
+    target = Path(path)
+    if EXPECTED[path] is None:
+        assert target.is_dir(), f"{{path}} is not a folder"
+    else:
+        assert target.is_file(), f"{{path}} is missing"
+        assert target.read_text() == EXPECTED[path]
+'''
+
+
+class FileBasics(Family):
+    """One or two basic file operations (write, count, sort, head, tail, grep, copy,
+    mkdir) on a small text file of the domain's words; see the module docstring."""
+
+    name = "easy.file_basics"
+    domain = "any"
+    tier: ClassVar[str] = "easy"
+    languages = frozenset({"bash"})
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng = ctx.rng
+        stems, words = VOCABULARY.get(ctx.spec.domain, VOCABULARY["file_operations"])
+        steps_wanted = 1 if ctx.level <= 2 else 2
+        operations = rng.sample(OPERATIONS, steps_wanted)
+        outputs = rng.sample(OUTPUTS, steps_wanted)
+        stem = rng.choice(stems)
+        lines = tuple(f"{rng.choice(words)} {rng.randint(1, 99)}"
+                      for _ in range(rng.randint(3, 8)))  # fmt: skip
+        steps: list[Step] = []
+        for operation, output in zip(operations, outputs, strict=True):
+            step = operation(Inputs(rng, stem, lines, words, output))
+            if any(s.path == step.path for s in steps):  # two folders of the same name
+                step = write_word(Inputs(rng, stem, lines, words, output))
+            steps.append(step)
+        uses_input = any(f" /app/{stem}.txt" in s.command for s in steps)
+        return Draft(
+            instruction=" ".join(s.sentence for s in steps),
+            solution="\n".join(s.command for s in steps),
+            tests={"test_task.py": TESTS.format(expected={s.path: s.expected for s in steps})},
+            files={f"{stem}.txt": _lines(lines)} if uses_input else {},
+            agent_timeout_sec=120.0,
+            verifier_timeout_sec=60.0,
+        )
+
+
+EASY_FAMILIES: tuple[Family, ...] = (FileBasics(),)
+"""The easy tier's families (any domain); not in :data:`FAMILIES`, so the full tier's
+choice is unchanged."""

@@ -1,0 +1,85 @@
+"""The easy tier (generation.tier: easy): one- and two-command file tasks drawn from the
+sampler's specs, deterministic, recorded honestly, each operation's oracle passing and
+its no-op failing in a real sandbox."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.generate.test_procedural import spec_for
+from tmax.generate.families.easy import EASY_FAMILIES, OPERATIONS, VOCABULARY
+from tmax.generate.family import FAMILIES, LEVELS
+from tmax.generate.procedural import GenerationError, choose_family, render_task
+from tmax.generate.validate import check_task
+from tmax.tasks import write_task
+from tmax.taxonomy import TaskSpec
+
+EASY = EASY_FAMILIES[0]
+VERBS = {"echo", "wc", "sort", "head", "tail", "grep", "cp", "mkdir"}
+
+
+def specs(n: int, level: str = "short") -> list[TaskSpec]:
+    domains = sorted(VOCABULARY)
+    return [
+        spec_for(FAMILIES[domains[i % len(domains)]][0], level=level, command="bash_code",
+                 index=i)
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def solution(spec: TaskSpec) -> list[str]:
+    task = render_task(spec, seed=5, tier="easy")
+    body = task.solution["solve.sh"].data.decode()  # type: ignore[index]
+    return body.split("set -euo pipefail\n", 1)[1].strip().splitlines()
+
+
+def test_every_operation_appears_and_levels_set_the_number_of_steps() -> None:
+    assert len(OPERATIONS) == len(VERBS)
+    verbs = {line.split()[0] for spec in specs(60) for line in solution(spec)}
+    assert verbs == VERBS
+    for level in LEVELS:
+        steps = {len(solution(spec)) for spec in specs(12, level)}
+        assert steps == ({1} if LEVELS[level] <= 2 else {2}), level
+
+
+def test_the_tier_chooses_the_family_and_records_what_it_cannot_honour() -> None:
+    spec = specs(1)[0]
+    family, realised = choose_family(spec, seed=1, tier="easy")
+    assert family is EASY and realised["command_complexity"] == "bash_only"
+    full, _ = choose_family(spec, seed=1)
+    assert full.domain == spec.domain and full is not EASY
+    task = render_task(spec, seed=1, tier="easy")
+    assert task.meta is not None and task.meta.generator["family"] == EASY.name
+    assert task.meta.generator["realised"]["command_complexity"] == "bash_only"
+    assert task.meta.axes["command_complexity"] == "bash_code"  # the spec as drawn
+    assert task.instruction.startswith("I'm a platform engineer")
+    with pytest.raises(GenerationError, match="unknown generation tier 'tiny'"):
+        choose_family(spec, seed=1, tier="tiny")
+
+
+def test_same_spec_and_seed_give_the_same_task(tmp_path: Path) -> None:
+    from tmax.generate.procedural import task_digest
+
+    for spec in specs(5, "complex"):
+        a = write_task(render_task(spec, seed=3, tier="easy"), tmp_path / "a")
+        b = write_task(render_task(spec, seed=3, tier="easy"), tmp_path / "b")
+        assert task_digest(a) == task_digest(b)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bwrap") is None,
+                    reason="needs root and bwrap (./setup.sh installs them)")  # fmt: skip
+def test_each_operation_s_oracle_passes_and_its_no_op_fails(tmp_path: Path) -> None:
+    chosen: dict[str, TaskSpec] = {}
+    for spec in specs(60, "complex"):
+        for verb in (line.split()[0] for line in solution(spec)):
+            chosen.setdefault(verb, spec)
+    assert set(chosen) == VERBS
+    for spec in {s.spec_id: s for s in chosen.values()}.values():
+        task_dir = write_task(render_task(spec, seed=5, tier="easy"), tmp_path)
+        check = check_task(task_dir, "bwrap", run_id="pytest-easy")
+        assert check.ok, (solution(spec), check)
