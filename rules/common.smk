@@ -269,7 +269,7 @@ def rl_start_model(wildcards):
     return base_model_dir(wildcards.model)
 
 
-VARIANT_SUFFIX = {"base": "", "sft": "-sft", "tmax": "-tmax"}
+VARIANT_SUFFIX = {"base": "", "sft": "-sft", "control": "-control", "tmax": "-tmax"}
 
 
 def model_evaluation(name):
@@ -295,8 +295,8 @@ def eval_models():
         evaluation = model_evaluation(name)
         grid = (evaluation["benchmarks"], evaluation["harnesses"])
         for variant in evaluation["variants"]:
-            if variant == "sft" and rl_config(name)["sft"]["steps"] == 0:
-                continue
+            if variant in ("sft", "control") and rl_config(name)["sft"]["steps"] == 0:
+                continue  # no SFT model to evaluate or to train on
             if variant != "base" and not model.get("train", True):
                 continue
             if variant == "base":

@@ -30,6 +30,33 @@ rule sft_warmup:
         "../scripts/sft_warmup.py"
 
 
+rule sft_control:
+    """The control arm (evaluation variant control): the SFT model trained on by SFT
+    for as many learner tokens as its RL run took, so that a held-out gain can be
+    credited to RL rather than to more training."""
+    input:
+        unpack(training_task_files),
+        model="results/models/{model}-sft",
+        rl_curve="results/rl/{model}/curve.json",
+    output:
+        model=directory("results/models/{model}-control"),
+        curve="results/rl/{model}/control_curve.json",
+    log:
+        "results/logs/rl/{model}/control.log",
+    benchmark:
+        "results/benchmarks/rl/{model}/control.tsv"
+    conda:
+        "../envs/evaluate.yaml"
+    threads: 2
+    params:
+        rl=lambda wildcards: sft_params(wildcards.model),
+        heldout_fraction=EVALUATION["heldout_fraction"],
+        seed=config["seed"],
+        source=training_task_params,
+    script:
+        "../scripts/sft_control.py"
+
+
 rule rl_plan:
     """The memory plan of a model's layout (tmax.rl.plan), on the submitting machine.
     rl_train needs it only when the plan does not fit (rl_plan_gate): then this job

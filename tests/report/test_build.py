@@ -18,8 +18,14 @@ from tests.report.conftest import (
     write_scenario,
 )
 from tmax.cli import main as tmax_main
-from tmax.report.build import build_tables
-from tmax.report.ingest import measure, records_from_jobs, records_from_runs, split_variant
+from tmax.report.build import build_tables, control_verdicts
+from tmax.report.ingest import (
+    Measurement,
+    measure,
+    records_from_jobs,
+    records_from_runs,
+    split_variant,
+)
 from tmax.report.stage import table_stems, write_report_tables
 from tmax.report.tables import Table, load_paper_values, round_half_up
 
@@ -40,6 +46,7 @@ def texts(table: Table) -> dict[tuple[str, str], str]:
     [
         ("qwen3.5-9b-tmax", ("qwen3.5-9b", "tmax")),
         ("tiny-qwen3-sft", ("tiny-qwen3", "sft")),
+        ("tiny-qwen3-control", ("tiny-qwen3", "control")),
         ("qwen3.5-9b", ("qwen3.5-9b", "base")),
         ("tmax-qwen3-8b", ("tmax-qwen3-8b", "base")),
         ("-tmax", ("-tmax", "base")),
@@ -293,3 +300,25 @@ def test_tables_and_metrics_agree_on_the_same_jobs(tmp_path: Path, statistics: s
         assert float(row["value"]) == round_half_up(group["pass_at_1_mean"], 1)
         assert float(row["std"]) == round_half_up(group["pass_at_1_std"], 1)
         assert int(row["n_runs"]) == group["n_runs"]
+
+
+def _held_out(variant: str, harness: str, pass_at_1: float | None) -> Measurement:
+    return Measurement("tiny", variant, "heldout", harness, pass_at_1, 0.0, 10, 2, 20, 0)
+
+
+def test_the_report_says_where_the_sft_control_matches_or_beats_rl() -> None:
+    measurements = [
+        _held_out("sft", "tmax", 20.0), _held_out("control", "tmax", 30.0),
+        _held_out("tmax", "tmax", 45.0),
+        _held_out("sft", "terminus-2", 10.0), _held_out("control", "terminus-2", 25.0),
+        _held_out("tmax", "terminus-2", 25.0),
+        _held_out("tmax", "openhands", 5.0),  # no control measured: no verdict
+    ]  # fmt: skip
+    ahead, behind = control_verdicts(measurements)
+    assert (
+        ahead == "RL beats the SFT control trained for the same learner tokens on heldout "
+        "under tmax (45.0 vs 30.0)."
+    )
+    assert "matches or beats RL on heldout under terminus-2 (25.0 vs 25.0)" in behind
+    assert "not evidence for RL" in behind and "openhands" not in ahead + behind
+    assert control_verdicts(measurements[:3]) == [ahead]

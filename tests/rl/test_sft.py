@@ -16,6 +16,7 @@ from tmax.rl.sft import (
     _masked_loss,
     _padded,
     _prefix_shared_loss,
+    run_sft,
     shared_prefix,
     solution_conversation,
     tokenize_conversation,
@@ -78,3 +79,15 @@ def test_without_a_shared_prefix_nothing_is_cut() -> None:
     assert shared_prefix([([1, 2, 3], [0, 1, 1]), ([1, 2, 4], [0, 0, 1])]) == 0
     assert shared_prefix([([5, 2, 3], [0, 0, 1]), ([6, 2, 3], [0, 0, 1])]) == 0
     assert shared_prefix([([1, 2, 3, 4], [0, 0, 0, 1]), ([1, 2, 3, 5], [0, 0, 0, 1])]) == 2
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_token_budget_runs_until_the_examples_tokens_reach_it(model_dir: Path) -> None:
+    """The SFT control's stopping rule: whole steps until the budget is spent."""
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    examples = [(list(range(10, 20)), [0] * 5 + [1] * 5)]  # 10 tokens each
+    curve = run_sft(model, examples, steps=None, token_budget=50, learning_rate=1e-3,
+                    batch_size=2)  # fmt: skip
+    assert [c["tokens"] for c in curve] == [20, 20, 20]  # 40 < 50 <= 60
+    with pytest.raises(ValueError, match="either a number of steps or a token budget"):
+        run_sft(model, examples, steps=3, token_budget=50, learning_rate=1e-3, batch_size=2)

@@ -167,8 +167,10 @@ def test_the_zero_std_filter_works_without_active_sampling(
     assert len(env.drawn) == 3
     assert metrics["groups_collected"] == 3
     assert metrics["groups_trained"] == trained
-    # The token normaliser counts only the trained groups' response tokens.
+    # The token normaliser counts only the trained groups' response tokens; the
+    # learner's compute, every token of their 3-token sequences.
     assert metrics["response_tokens"] == trained * 4
+    assert metrics["sequence_tokens"] == trained * 4 * 3
 
 
 def test_a_step_of_only_uniform_groups_is_skipped_with_a_reason(

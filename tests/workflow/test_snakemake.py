@@ -79,7 +79,7 @@ SMALL_RL = {
     "sft": {"steps": 3, "learning_rate": 2.0e-3, "batch_size": 2},
 }
 SMALL_EVALUATION = {
-    "variants": ["tmax"],
+    "variants": ["control", "tmax"],
     "harnesses": ["tmax"],
     "runs": 1,
     "max_tasks": 2,
@@ -121,9 +121,10 @@ FIRST_RUN = {
     "tiny_model": 1,
     "sft_warmup": 1,
     "rl_train": 1,
+    "sft_control": 1,
     "select_checkpoint": 1,
     "benchmark_tasks": 1,
-    "evaluate": 1,
+    "evaluate": 2,
     "eval_metrics": 1,
     "eval_summary": 1,
     "report_tables": 1,
@@ -137,9 +138,10 @@ EVALUATION_JOBS = {
     "decontam_filter": 1,
     "sft_warmup": 1,
     "rl_train": 1,
+    "sft_control": 1,
     "select_checkpoint": 1,
     "benchmark_tasks": 1,
-    "evaluate": 1,
+    "evaluate": 2,
     "eval_metrics": 1,
     "eval_summary": 1,
     "report_tables": 1,
@@ -240,6 +242,12 @@ def test_run_trains_the_tiny_model(workflow: Path) -> None:
     assert (workflow / "results/models/tiny-qwen3-sft/config.json").exists()
     checkpoints = list((workflow / "results/rl/tiny-qwen3/run/checkpoints").glob("step-*"))
     assert [c.name for c in checkpoints] == ["step-000002"]
+    # The control arm: the SFT model trained on for RL's learner tokens.
+    control = json.loads((workflow / "results/rl/tiny-qwen3/control_curve.json").read_text())
+    budget = sum(m.get("sequence_tokens", 0) for m in curve["curve"])
+    assert budget > 0 and control["token_budget"] == budget
+    assert budget <= control["tokens"] < budget + max(c["tokens"] for c in control["curve"])
+    assert (workflow / "results/models/tiny-qwen3-control/config.json").exists()
 
 
 def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:

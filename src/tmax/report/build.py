@@ -103,7 +103,7 @@ def _grid(
 
 
 def _column_key(column: str) -> tuple[str, int]:
-    """benchmark/variant columns: by benchmark, then base < sft < tmax."""
+    """benchmark/variant columns: by benchmark, then base < sft < control < tmax."""
     benchmark, _, variant = column.partition("/")
     order = VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS)
     return (benchmark, order)
@@ -154,9 +154,34 @@ def cross_harness(
         lambda m: m.harness,
         lambda m: f"{m.benchmark}/{m.variant}",
         paper,
-        [PASS1_NOTE, f"model: {model or 'none evaluated'}."],
+        [PASS1_NOTE, f"model: {model or 'none evaluated'}.", *control_verdicts(chosen)],
         statistics_of(measurements),
     )
+
+
+def control_verdicts(measurements: Iterable[Measurement]) -> list[str]:
+    """For each benchmark and harness where both were measured, whether RL (tmax) beat
+    the SFT control trained for RL's learner tokens (variant control): only a gain over
+    the control can be credited to RL."""
+    found = {(m.benchmark, m.harness, m.variant): m for m in measurements}
+    ahead, behind = [], []
+    for (benchmark, harness, variant), rl in sorted(found.items()):
+        control = found.get((benchmark, harness, "control"))
+        if variant != "tmax" or control is None:
+            continue
+        if rl.pass_at_1 is None or control.pass_at_1 is None:
+            continue
+        where = f"{benchmark} under {harness} ({rl.pass_at_1:.1f} vs {control.pass_at_1:.1f})"
+        (ahead if rl.pass_at_1 > control.pass_at_1 else behind).append(where)
+    notes = []
+    if ahead:
+        notes.append("RL beats the SFT control trained for the same learner tokens on "
+                     + "; ".join(ahead) + ".")  # fmt: skip
+    if behind:
+        notes.append("The SFT control trained for the same learner tokens matches or beats "
+                     "RL on " + "; ".join(behind) + ": there, a gain over the SFT model is "
+                     "not evidence for RL.")  # fmt: skip
+    return notes
 
 
 def cross_task(measurements: Sequence[Measurement], paper: PaperValues, model: str | None) -> Table:
@@ -216,7 +241,7 @@ def dataset_ablation(
     # the base model itself was not evaluated (the embedded default).
     start = {}
     for m in sorted(chosen, key=lambda m: VARIANTS.index(m.variant), reverse=True):
-        if m.model == model and m.variant != "tmax":
+        if m.model == model and m.variant not in ("tmax", "control"):
             start[m.benchmark] = m
     chosen = [m for m in chosen if m.variant == "tmax"] + list(start.values())
     trained = ", ".join(f"{d}: {name}" for name, d in sorted(trained_on.items())) or "none"

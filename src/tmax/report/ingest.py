@@ -31,8 +31,8 @@ from tmax.evaluate.records import TrialRecord
 log = logging.getLogger(__name__)
 
 #: Model label suffixes the workflow gives trained versions (rules/common.smk).
-VARIANT_SUFFIXES = (("tmax", "-tmax"), ("sft", "-sft"))
-VARIANTS = ("base", "sft", "tmax")
+VARIANT_SUFFIXES = (("tmax", "-tmax"), ("sft", "-sft"), ("control", "-control"))
+VARIANTS = ("base", "sft", "control", "tmax")
 UNKNOWN_BENCHMARK = "unknown"
 
 

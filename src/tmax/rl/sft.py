@@ -167,29 +167,44 @@ def run_sft(
     model: torch.nn.Module,
     examples: Sequence[tuple[list[int], list[int]]],
     *,
-    steps: int,
+    steps: int | None,
     learning_rate: float,
     batch_size: int,
     seed: int = 0,
+    token_budget: int | None = None,
 ) -> list[dict[str, float]]:
-    """Cross-entropy on the masked tokens, AdamW at a constant rate; the loss curve."""
+    """Cross-entropy on the masked tokens, AdamW at a constant rate; the loss curve
+    (each entry also counts the step's ``tokens``: every token of its examples).
+    ``steps`` steps, or with ``token_budget`` as many as it takes for the examples'
+    tokens to reach it (the SFT control matched to an RL run's learner tokens)."""
     if not examples:
         raise ValueError("SFT needs at least one example")
+    if (steps is None) == (token_budget is None):
+        raise ValueError("SFT takes either a number of steps or a token budget")
     generator = random.Random(seed)
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     model.train()
     curve = []
     started = time.monotonic()
-    for step in range(1, steps + 1):
+    step = spent = 0
+    while (step < steps) if steps is not None else (spent < token_budget):  # type: ignore[operator]
+        step += 1
         batch = [examples[generator.randrange(len(examples))] for _ in range(batch_size)]
         loss = _prefix_shared_loss(model, batch)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        curve.append({"step": step, "loss": float(loss.detach())})
+        tokens = sum(len(ids) for ids, _ in batch)
+        spent += tokens
+        curve.append({"step": step, "loss": float(loss.detach()), "tokens": tokens})
         if step % 25 == 0 or step == steps:
-            log.info("sft step %d/%d: loss %.4f (%.0fs)", step, steps, curve[-1]["loss"],
+            goal = (
+                f"{step}/{steps}"
+                if steps is not None
+                else f"{step} ({spent}/{token_budget} tokens)"
+            )
+            log.info("sft step %s: loss %.4f (%.0fs)", goal, curve[-1]["loss"],
                      time.monotonic() - started)  # fmt: skip
     model.eval()
     return curve

@@ -160,22 +160,13 @@ def sft_warmup(
 ) -> list[dict[str, float]]:
     """SFT on the reference solutions of the training tasks (``threads``: torch's);
     for a prior dataset (``removed`` given), on those of its tasks that ship one."""
-    from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation
+    from tmax.rl.sft import run_sft
 
     torch.set_num_threads(threads)
     sft = rl["sft"]
-    rows = training_rows(
-        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
-        removed=removed, with_solution=True,
-    )  # fmt: skip
     model, tokenizer = _load(model_dir)
-    settings = harness_settings(rl)
-    examples = []
-    for row in rows:
-        messages, tools = solution_conversation(row["instruction"], solution_of(row), settings)
-        examples.append(tokenize_conversation(tokenizer, messages, tools))
-    log.info("SFT on %d reference solution(s), %d tokens", len(examples),
-             sum(len(ids) for ids, _ in examples))  # fmt: skip
+    rows, examples = _sft_examples(tokenizer, tasks, rl=rl, heldout_fraction=heldout_fraction,
+                                   seed=seed, removed=removed)  # fmt: skip
     losses = run_sft(
         model, examples, steps=sft["steps"], learning_rate=sft["learning_rate"],
         batch_size=sft["batch_size"], seed=seed,
@@ -183,6 +174,74 @@ def sft_warmup(
     _save(model, tokenizer, model_dir, output)
     write_json(curve, {"tasks": [r["task_id"] for r in rows], "curve": losses})
     return losses
+
+
+def _sft_examples(
+    tokenizer: Any, tasks: Path, *, rl: Mapping[str, Any], heldout_fraction: float, seed: int,
+    removed: Path | None,
+) -> tuple[list[dict[str, Any]], list[tuple[list[int], list[int]]]]:  # fmt: skip
+    """The training tasks with a reference solution and their expert episodes, tokenised."""
+    from tmax.rl.sft import solution_conversation, tokenize_conversation
+
+    rows = training_rows(
+        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
+        removed=removed, with_solution=True,
+    )  # fmt: skip
+    settings = harness_settings(rl)
+    examples = []
+    for row in rows:
+        messages, tools = solution_conversation(row["instruction"], solution_of(row), settings)
+        examples.append(tokenize_conversation(tokenizer, messages, tools))
+    log.info("SFT on %d reference solution(s), %d tokens", len(examples),
+             sum(len(ids) for ids, _ in examples))  # fmt: skip
+    return rows, examples
+
+
+def sft_control(
+    sft_dir: Path,
+    tasks: Path,
+    rl_curve: Path,
+    output: Path,
+    curve: Path,
+    *,
+    rl: Mapping[str, Any],
+    heldout_fraction: float,
+    seed: int,
+    threads: int = 1,
+    removed: Path | None = None,
+) -> dict[str, Any]:
+    """The control arm: the SFT model trained on, by SFT on the same reference solutions
+    at the same rate and batch size, for as many learner tokens as RL ran forward and
+    backward (``sequence_tokens`` summed over ``rl_curve``'s steps). What RL adds over
+    this is what RL adds, not what more training of any kind would; generation, which
+    SFT does not need, is not counted."""
+    import json
+
+    from tmax.rl.sft import run_sft
+
+    steps = json.loads(rl_curve.read_text(encoding="utf-8"))["curve"]
+    missing = [m.get("step") for m in steps if "sequence_tokens" not in m and m.get("loss")]
+    if missing:
+        raise ValueError(f"{rl_curve}: steps {missing[:5]} do not record sequence_tokens (a "
+                         "run from before the control existed): rerun rl_train")  # fmt: skip
+    budget = int(sum(m.get("sequence_tokens", 0) for m in steps))
+    if budget <= 0:
+        raise ValueError(f"{rl_curve}: RL trained on no token; there is no compute to match")
+    torch.set_num_threads(threads)
+    sft = rl["sft"]
+    model, tokenizer = _load(sft_dir)
+    rows, examples = _sft_examples(tokenizer, tasks, rl=rl, heldout_fraction=heldout_fraction,
+                                   seed=seed, removed=removed)  # fmt: skip
+    log.info("SFT control: %d learner tokens, as RL's %d step(s)", budget, len(steps))
+    losses = run_sft(
+        model, examples, steps=None, token_budget=budget, learning_rate=sft["learning_rate"],
+        batch_size=sft["batch_size"], seed=seed + 1,  # other batches than the warm-up's
+    )  # fmt: skip
+    _save(model, tokenizer, sft_dir, output)
+    summary = {"tasks": [r["task_id"] for r in rows], "token_budget": budget,
+               "tokens": sum(c["tokens"] for c in losses), "curve": losses}  # fmt: skip
+    write_json(curve, summary)
+    return summary
 
 
 RESUMABLE_SETTINGS = frozenset(

@@ -686,6 +686,10 @@ class Trainer:
         # Under ZeRO-3 every forward/backward is a collective: all ranks run as many
         # micro-batches as the busiest one, the others padding with empty ones.
         rounds = collective.all_max(len(batches))
+        # every token the learner runs forward and backward (prompts and tool output
+        # too; a sequence group's ranks share theirs): what an SFT control is matched to
+        sequence_tokens = sum(float(b["attention_mask"].sum()) for b in batches)
+        sums: dict[str, float] = {"sequence_tokens": sequence_tokens / self.sequence_size}
         empty = _empty_batch()
         if self.sequence is not None:
             empty = _slice_scores(empty, self.sequence)
@@ -693,7 +697,6 @@ class Trainer:
         model = self.learner.model
         model.train()
         device = next(model.parameters()).device
-        sums: dict[str, float] = {}
         maxima: dict[str, float] = {}
         for batch in batches:
             batch = {key: tensor.to(device) for key, tensor in batch.items()}
@@ -735,10 +738,12 @@ class Trainer:
                     sums[key] = sums.get(key, 0.0) + float(value) * tokens
         sums, maxima = collective.reduce_stats(sums, maxima)
         weights = sums.pop("tokens", 0.0)
+        sequence_tokens = sums.pop("sequence_tokens", 0.0)
         result = {k: (v if k == "loss" else v / max(1.0, weights)) for k, v in sums.items()}
         result.update(maxima)
         result.update(self.learner.step())
         result["response_tokens"] = total_tokens
+        result["sequence_tokens"] = int(sequence_tokens)
         return result
 
     # --- checkpoints -----------------------------------------------------------------------

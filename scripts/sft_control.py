@@ -1,0 +1,28 @@
+"""Snakemake entry: the control arm, the SFT model trained on for RL's compute."""
+
+import sys
+from pathlib import Path
+
+# src/ on the path, so the script also runs in a bare conda env (--sdm conda).
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from tmax.io import read_pointer
+from tmax.logs import setup_logging
+from tmax.rl.stage import sft_control
+
+setup_logging(snakemake.log[0])
+clean = snakemake.input.get("clean")
+tasks = read_pointer(clean) if clean else Path(snakemake.input.tasks)
+removed = snakemake.input.get("removed")
+sft_control(
+    Path(snakemake.input.model),
+    tasks,
+    Path(snakemake.input.rl_curve),
+    Path(snakemake.output.model),
+    Path(snakemake.output.curve),
+    rl=snakemake.params.rl,
+    heldout_fraction=snakemake.params.heldout_fraction,
+    seed=snakemake.params.seed,
+    threads=snakemake.threads,
+    removed=Path(removed) if removed else None,
+)
