@@ -160,6 +160,21 @@ def sft_warmup(
 ) -> list[dict[str, float]]:
     """SFT on the reference solutions of the training tasks (``threads``: torch's);
     for a prior dataset (``removed`` given), on those of its tasks that ship one."""
+    rows, losses = _train_sft(
+        model_dir, tasks, output, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
+        threads=threads, removed=removed, steps=rl["sft"]["steps"], batch_seed=seed,
+    )  # fmt: skip
+    write_json(curve, {"tasks": [r["task_id"] for r in rows], "curve": losses})
+    return losses
+
+
+def _train_sft(
+    model_dir: Path, tasks: Path, output: Path, *, rl: Mapping[str, Any],
+    heldout_fraction: float, seed: int, threads: int, removed: Path | None,
+    steps: int | None, batch_seed: int, token_budget: int | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, float]]]:  # fmt: skip
+    """SFT of ``model_dir`` into the servable folder ``output`` (:func:`run_sft`'s
+    ``steps`` or ``token_budget``): the training rows and the loss curve."""
     from tmax.rl.sft import run_sft
 
     torch.set_num_threads(threads)
@@ -168,12 +183,11 @@ def sft_warmup(
     rows, examples = _sft_examples(tokenizer, tasks, rl=rl, heldout_fraction=heldout_fraction,
                                    seed=seed, removed=removed)  # fmt: skip
     losses = run_sft(
-        model, examples, steps=sft["steps"], learning_rate=sft["learning_rate"],
-        batch_size=sft["batch_size"], seed=seed,
+        model, examples, steps=steps, token_budget=token_budget,
+        learning_rate=sft["learning_rate"], batch_size=sft["batch_size"], seed=batch_seed,
     )  # fmt: skip
     _save(model, tokenizer, model_dir, output)
-    write_json(curve, {"tasks": [r["task_id"] for r in rows], "curve": losses})
-    return losses
+    return rows, losses
 
 
 def _sft_examples(
@@ -217,8 +231,6 @@ def sft_control(
     SFT does not need, is not counted."""
     import json
 
-    from tmax.rl.sft import run_sft
-
     steps = json.loads(rl_curve.read_text(encoding="utf-8"))["curve"]
     missing = [m.get("step") for m in steps if "sequence_tokens" not in m and m.get("loss")]
     if missing:
@@ -227,17 +239,12 @@ def sft_control(
     budget = int(sum(m.get("sequence_tokens", 0) for m in steps))
     if budget <= 0:
         raise ValueError(f"{rl_curve}: RL trained on no token; there is no compute to match")
-    torch.set_num_threads(threads)
-    sft = rl["sft"]
-    model, tokenizer = _load(sft_dir)
-    rows, examples = _sft_examples(tokenizer, tasks, rl=rl, heldout_fraction=heldout_fraction,
-                                   seed=seed, removed=removed)  # fmt: skip
     log.info("SFT control: %d learner tokens, as RL's %d step(s)", budget, len(steps))
-    losses = run_sft(
-        model, examples, steps=None, token_budget=budget, learning_rate=sft["learning_rate"],
-        batch_size=sft["batch_size"], seed=seed + 1,  # other batches than the warm-up's
+    rows, losses = _train_sft(
+        sft_dir, tasks, output, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
+        threads=threads, removed=removed, steps=None, token_budget=budget,
+        batch_seed=seed + 1,  # other batches than the warm-up's
     )  # fmt: skip
-    _save(model, tokenizer, sft_dir, output)
     summary = {"tasks": [r["task_id"] for r in rows], "token_budget": budget,
                "tokens": sum(c["tokens"] for c in losses), "curve": losses}  # fmt: skip
     write_json(curve, summary)
