@@ -83,3 +83,17 @@ def test_each_operation_s_oracle_passes_and_its_no_op_fails(tmp_path: Path) -> N
         task_dir = write_task(render_task(spec, seed=5, tier="easy"), tmp_path)
         check = check_task(task_dir, "bwrap", run_id="pytest-easy")
         assert check.ok, (solution(spec), check)
+
+
+def test_the_generation_stage_reads_the_tier_from_the_config(tmp_path: Path) -> None:
+    from tmax.generate.stage import generate_for_backend
+    from tmax.tasks import read_task
+    from tmax.taxonomy.sampler import write_specs
+
+    write_specs(specs(4), tmp_path / "specs.parquet")
+    for tier, easy in (("easy", True), ("full", False)):
+        out = tmp_path / tier
+        config = {"generation": {"backend": "procedural", "tier": tier}}
+        assert generate_for_backend("procedural", tmp_path / "specs.parquet", out, 1, config) == 4
+        families = {read_task(d).meta.generator["family"] for d in out.iterdir() if d.is_dir()}
+        assert (families == {EASY.name}) is easy, families

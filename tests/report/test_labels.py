@@ -134,7 +134,8 @@ def test_regex_sources_and_printed_labels_as_targets() -> None:
     [
         ("model: {a: Qwen3.5-9B}\n", {}, "unknown section(s) 'model'; allowed: models, variants"),
         ("", {"models": ["run=Qwen3.5-8B"]}, "paper's models: qwen3.5-2b (Qwen3.5-2B)"),
-        ("", {"variants": ["run=rl"]}, "not one of the paper's variants: base, sft (SFT), control (SFT control), tmax"),
+        ("", {"variants": ["run=rl"]},
+         "not one of the paper's variants: base, sft (SFT), control (SFT control), tmax"),
         ("", {"benchmarks": ["tb=TB 3"]}, "terminal-bench-2.0 (TB 2.0)"),
         ("", {"harnesses": ["codex=codex"]}, "harnesses: tmax (TMAX), openhands (OpenHands)"),
         ("", {"models": ["no-equals-sign"]}, "'no-equals-sign': expected SOURCE=TARGET"),
