@@ -198,7 +198,7 @@ def run_sft(
         tokens = sum(len(ids) for ids, _ in batch)
         spent += tokens
         curve.append({"step": step, "loss": float(loss.detach()), "tokens": tokens})
-        if step % 25 == 0 or step == steps:
+        if step % 25 == 0 or step == steps or (token_budget is not None and spent >= token_budget):
             goal = (
                 f"{step}/{steps}"
                 if steps is not None
