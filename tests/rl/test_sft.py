@@ -89,5 +89,8 @@ def test_a_token_budget_runs_until_the_examples_tokens_reach_it(model_dir: Path)
     curve = run_sft(model, examples, steps=None, token_budget=50, learning_rate=1e-3,
                     batch_size=2)  # fmt: skip
     assert [c["tokens"] for c in curve] == [20, 20, 20]  # 40 < 50 <= 60
+    # RL that trained on nothing: a control of no steps (the SFT model as it is)
+    assert run_sft(model, examples, steps=None, token_budget=0, learning_rate=1e-3,
+                   batch_size=2) == []  # fmt: skip
     with pytest.raises(ValueError, match="either a number of steps or a token budget"):
         run_sft(model, examples, steps=3, token_budget=50, learning_rate=1e-3, batch_size=2)

@@ -108,6 +108,8 @@ def slurm_workflow(
     def two_sizes_two_ranks(config: dict) -> None:
         config.update(models=MODELS)
         config["rl"]["ranks_per_node"] = 2  # a job of 2 tasks on 1 node: 2 ranks
+        # The RL models only: the local small run covers the SFT control's jobs.
+        config["evaluation"]["variants"] = ["tmax"]
 
     edit_config(workdir, two_sizes_two_ranks)
     profile = yaml.safe_load((ROOT / "slurm/config.yaml").read_text())

@@ -244,9 +244,12 @@ def test_run_trains_the_tiny_model(workflow: Path) -> None:
     assert [c.name for c in checkpoints] == ["step-000002"]
     # The control arm: the SFT model trained on for RL's learner tokens.
     control = json.loads((workflow / "results/rl/tiny-qwen3/control_curve.json").read_text())
-    budget = sum(m.get("sequence_tokens", 0) for m in curve["curve"])
-    assert budget > 0 and control["token_budget"] == budget
-    assert budget <= control["tokens"] < budget + max(c["tokens"] for c in control["curve"])
+    budget = sum(m.get("sequence_tokens") or 0 for m in curve["curve"])
+    assert control["token_budget"] == budget
+    if budget == 0:  # two steps of a random tiny model can both be skipped: nothing to match
+        assert control["tokens"] == 0 and control["curve"] == []
+    else:
+        assert budget <= control["tokens"] < budget + max(c["tokens"] for c in control["curve"])
     assert (workflow / "results/models/tiny-qwen3-control/config.json").exists()
 
 

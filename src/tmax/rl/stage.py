@@ -232,13 +232,16 @@ def sft_control(
     import json
 
     steps = json.loads(rl_curve.read_text(encoding="utf-8"))["curve"]
-    missing = [m.get("step") for m in steps if "sequence_tokens" not in m and m.get("loss")]
+    missing = [
+        m.get("step") for m in steps if "sequence_tokens" not in m and m.get("loss") is not None
+    ]
     if missing:
         raise ValueError(f"{rl_curve}: steps {missing[:5]} do not record sequence_tokens (a "
                          "run from before the control existed): rerun rl_train")  # fmt: skip
-    budget = int(sum(m.get("sequence_tokens", 0) for m in steps))
-    if budget <= 0:
-        raise ValueError(f"{rl_curve}: RL trained on no token; there is no compute to match")
+    budget = int(sum(m.get("sequence_tokens") or 0 for m in steps))
+    if budget == 0:  # every step skipped (all groups uniform): the control is the SFT model
+        log.warning("RL trained on no token in %d step(s): the control is the SFT model as is",
+                    len(steps))  # fmt: skip
     log.info("SFT control: %d learner tokens, as RL's %d step(s)", budget, len(steps))
     rows, losses = _train_sft(
         sft_dir, tasks, output, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
