@@ -273,12 +273,13 @@ def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
     server_log = workflow / "results/logs/eval/tiny-qwen3-tmax/heldout/tmax/run0.server.log"
     assert server_log.stat().st_size > 0
 
-    # Rerunning the job (as after a kill: Snakemake deletes a failed job's outputs)
+    # Rerunning the job (as after a kill: Snakemake deletes a failed job's outputs;
+    # --forcerun takes the rule's other job, the control's, along)
     # resumes its trials instead of redoing them.
     first = {r.task_name: json.loads((r.path / "result.json").read_text())["id"] for r in records}
     run_file.unlink()
     assert planned_jobs(workflow, "--forcerun", "evaluate") == {
-        "evaluate": 1, "eval_metrics": 1, "eval_summary": 1, "report_tables": 1,
+        "evaluate": 2, "eval_metrics": 2, "eval_summary": 1, "report_tables": 1,
         "report_provenance": 1, "all": 1,
     }  # fmt: skip
     snakemake(workflow, "--forcerun", "evaluate")
@@ -351,11 +352,11 @@ def test_a_rerun_check_that_removes_the_same_tasks_retrains_nothing(workflow: Pa
     before = (clean.read_bytes(), trained.stat().st_mtime_ns)
     edit_config(workflow, lambda c: c["decontamination"].update(self_test_leaks=10))
     plan = planned_jobs(workflow)
-    assert plan["decontam_ngram"] == 2 and plan["rl_train"] == 1 and plan["evaluate"] == 1
+    assert plan["decontam_ngram"] == 2 and plan["rl_train"] == 1 and plan["evaluate"] == 2
     result = snakemake(workflow)
     ran = ran_jobs(result.stdout + result.stderr)
     assert ran["decontam_ngram"] == 2 and ran["decontam_filter"] == 1, ran
-    for rule in ("sft_warmup", "rl_train", "select_checkpoint", "evaluate"):
+    for rule in ("sft_warmup", "rl_train", "sft_control", "select_checkpoint", "evaluate"):
         assert rule not in ran, ran
     assert (clean.read_bytes(), trained.stat().st_mtime_ns) == before
     assert planned_jobs(workflow) == {}
