@@ -91,7 +91,9 @@ def _datasets_convert(args: argparse.Namespace) -> int:
     if args.sample is not None:
         sample = None if args.sample == 0 else args.sample
     out = args.out or Path("results/datasets") / args.name
-    manifest = prepare_dataset(entry, out, seed=seed, sample=sample)
+    manifest = prepare_dataset(
+        entry, out, seed=seed, sample=sample, max_skipped_share=args.max_skipped_share
+    )
     print(f"{args.name}: {len(manifest['tasks'])} task(s) converted, "
           f"{len(manifest['skipped'])} skipped -> {out}/manifest.json")  # fmt: skip
     return 0
@@ -335,6 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--files", help="glob of the files to read")
     convert.add_argument("--sample", type=int, help="tasks to draw (0 = all)")
     convert.add_argument("--seed", type=int, help="sampling seed (default: the config's)")
+    convert.add_argument(
+        "--max-skipped-share", type=float, metavar="SHARE",
+        help="fail when more than this share of the drawn tasks is skipped (default: the "
+        "source's max_skipped_share, else 0.5)",
+    )  # fmt: skip
     convert.add_argument("--out", type=Path, help="default results/datasets/<name>")
     convert.set_defaults(func=_datasets_convert)
 

@@ -5,10 +5,8 @@ every task it could not convert."""
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import shutil
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -16,7 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.datasets.adapter_support import DATASET_FIXTURES, convert, out_dir, tmax_json
+from tests.datasets.adapter_support import (
+    DATASET_FIXTURES,
+    convert,
+    out_dir,
+    private_cache,  # noqa: F401  (autouse)
+    skip_reasons,
+    tarball,
+    tmax_json,
+)
 from tmax.datasets.base import TaskSkipped
 from tmax.datasets.container_def import definition_to_dockerfile
 from tmax.tasks import read_task
@@ -24,27 +30,6 @@ from tmax.tasks import read_task
 HARBOR = DATASET_FIXTURES / "harbor"
 TB1 = DATASET_FIXTURES / "terminal_bench_v1"
 NATIVE = DATASET_FIXTURES / "endless_terminals"
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TMAX_CACHE", str(tmp_path_factory.getbasetemp() / "tmax-cache"))
-
-
-def skip_reasons(manifest: dict) -> dict[str, str]:
-    return {entry["id"]: entry["reason"] for entry in manifest["skipped"]}
-
-
-def tarball(folder: Path, wrap: bool = True) -> bytes:
-    """A gzipped tarball of a task folder (inside a folder of its name, or flat)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        if wrap:
-            tar.add(folder, arcname=folder.name)
-        else:
-            for child in sorted(folder.iterdir()):
-                tar.add(child, arcname=child.name)
-    return buffer.getvalue()
 
 
 # --- harbor ---------------------------------------------------------------------------
@@ -156,12 +141,14 @@ def test_terminal_bench_task_becomes_a_harbor_task(tmp_path: Path) -> None:
 
 
 def test_terminal_bench_multi_service_compose_is_skipped(tmp_path: Path) -> None:
+    shutil.copytree(TB1 / "tasks" / "sum-numbers", tmp_path / "src" / "one")
     task = Path(shutil.copytree(TB1 / "tasks" / "sum-numbers", tmp_path / "src" / "two"))
     (task / "docker-compose.yaml").write_text(
         "services:\n  client:\n    build: .\n  redis:\n    image: redis:7\n"
     )
     manifest = convert(tmp_path, "terminal_bench_v1", tmp_path / "src")
     assert "2 services" in skip_reasons(manifest)["two"]
+    assert manifest["skipped_by_kind"] == {"unsupported": 1}
 
 
 def test_terminal_bench_rows_are_read_like_folders(tmp_path: Path) -> None:

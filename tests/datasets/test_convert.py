@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.datasets.adapter_support import DATASET_FIXTURES, convert, out_dir
+from tests.datasets.adapter_support import (
+    DATASET_FIXTURES,
+    convert,
+    out_dir,
+    private_cache,  # noqa: F401  (autouse)
+)
 from tmax.cli import main as tmax_main
 from tmax.datasets.base import DatasetError, task_id
 from tmax.datasets.convert import converter_fingerprint, sample_ids
@@ -22,14 +27,11 @@ MANIFEST_KEYS = {
     "has_environments",
     "sample",
     "seed",
+    "found",
     "tasks",
     "skipped",
+    "skipped_by_kind",
 }
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TMAX_CACHE", str(tmp_path_factory.getbasetemp() / "tmax-cache"))
 
 
 def many_harbor_tasks(root: Path, count: int) -> Path:
@@ -71,7 +73,8 @@ def test_manifest_has_exactly_the_agreed_shape(tmp_path: Path) -> None:
     for entry in saved["tasks"]:
         assert set(entry) == {"id", "instruction", "path"}
     for entry in saved["skipped"]:
-        assert set(entry) == {"id", "reason"}
+        assert set(entry) == {"id", "kind", "reason"}
+    assert saved["found"] == 2 and saved["skipped_by_kind"] == {"missing": 1}
 
 
 def test_revision_of_a_local_folder_follows_its_content(tmp_path: Path) -> None:
@@ -124,12 +127,41 @@ def test_cli_converts_a_local_folder(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = tmp_path / "cli"
     code = tmax_main(["datasets", "convert", "fx", "--layout", "terminal_bench_v1",
                       "--path", str(DATASET_FIXTURES / "terminal_bench_v1"),
-                      "--out", str(out), "--sample", "1", "--seed", "3"])  # fmt: skip
+                      "--out", str(out), "--sample", "1", "--seed", "5"])  # fmt: skip
     assert code == 0
     assert "task(s) converted" in capsys.readouterr().out
     manifest = json.loads((out / "manifest.json").read_text())
-    assert (manifest["sample"], manifest["seed"]) == (1, 3)
-    assert len(manifest["tasks"]) + len(manifest["skipped"]) == 1
+    assert (manifest["sample"], manifest["seed"]) == (1, 5)
+    assert [t["id"] for t in manifest["tasks"]] == ["sum-numbers"]
+
+
+def test_cli_fails_when_nothing_converts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = tmax_main(["datasets", "convert", "fx", "--layout", "terminal_bench_v1",
+                      "--path", str(DATASET_FIXTURES / "terminal_bench_v1"),
+                      "--out", str(tmp_path / "cli"), "--sample", "1", "--seed", "3"])  # fmt: skip
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "none of the 1 drawn task(s) converted" in error
+    assert "1x missing: missing run-tests.sh" in error
+    assert not (tmp_path / "cli" / "manifest.json").exists()
+
+
+def test_too_many_skips_fail_and_name_the_knob(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = DATASET_FIXTURES / "terminal_bench_v1"  # one of its two tasks is skipped
+    args = ["datasets", "convert", "fx", "--layout", "terminal_bench_v1", "--path", str(source),
+            "--out", str(tmp_path / "cli")]  # fmt: skip
+    assert tmax_main([*args, "--max-skipped-share", "0.4"]) == 2
+    error = capsys.readouterr().err
+    assert "1 of 2 drawn tasks skipped (50%), over the limit of 40%" in error
+    assert "max_skipped_share" in error and "--max-skipped-share" in error
+    assert "missing run-tests.sh" in error
+    assert tmax_main(args) == 0  # the default allows half
+    with pytest.raises(DatasetError, match="over the limit of 40%"):
+        convert(tmp_path, "terminal_bench_v1", source, max_skipped_share=0.4)
 
 
 def test_cli_reports_a_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,10 @@ An adapter reads one published layout. It lists the source's tasks
 (:meth:`Adapter.list_tasks`, cheap: ids and where each task lives) and converts one
 task at a time (:meth:`Adapter.convert`); :mod:`tmax.datasets.convert` samples the
 list and writes the results. A task that cannot be converted raises
-:class:`TaskSkipped` with the reason, which lands in the manifest's skip list.
+:class:`TaskSkipped` with the reason, which lands in the manifest's skip list; a
+defect already seen while listing (an unreadable archive, a row that does not parse)
+is listed as a task whose ``ref`` is that :class:`TaskSkipped`, drawn like any other
+and skipped when drawn, so a broken source shows its broken share in the sample.
 """
 
 from __future__ import annotations
@@ -40,8 +43,28 @@ class DatasetError(ValueError):
     tasks); the message names the dataset and how to fix it."""
 
 
+SKIP_KINDS = {
+    "unreadable": "a file or archive that cannot be read (not what its name says, truncated)",
+    "malformed": "task.toml, task.yaml, task.json or a row that does not parse as its layout",
+    "missing": "a file or field the layout requires is absent (instruction, tests, ...)",
+    "escaping": "a path or link that leaves the task's folder",
+    "oversize": "a file or task over the size limits of data/conversion.yaml",
+    "unsupported": "content our task format cannot express (a multi-service compose, ...)",
+    "invalid": "the converted task fails our task format's validation",
+    "error": "an unforeseen error (the reason names its type)",
+}
+"""Why a task is skipped, in a few words: the manifest and report count skips by kind."""
+
+
 class TaskSkipped(Exception):
-    """One task that cannot be converted; the message is the reason recorded."""
+    """One task that cannot be converted; the message is the reason recorded and
+    ``kind`` (a key of :data:`SKIP_KINDS`) what sort of defect it is."""
+
+    def __init__(self, reason: str, kind: str = "unsupported") -> None:
+        super().__init__(reason)
+        if kind not in SKIP_KINDS:
+            raise ValueError(f"unknown skip kind {kind!r}; choose one of {', '.join(SKIP_KINDS)}")
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -180,7 +203,9 @@ def read_tree(root: Path) -> dict[str, TaskFile]:
         return files
     for path in sorted(root.rglob("*")):
         if path.is_symlink():
-            raise TaskSkipped(f"{path.relative_to(root.parent)}: symbolic links are not allowed")
+            raise TaskSkipped(
+                f"{path.relative_to(root.parent)}: symbolic links are not allowed", "escaping"
+            )
         if path.is_file():
             executable = bool(path.stat().st_mode & 0o111)
             files[path.relative_to(root).as_posix()] = TaskFile(path.read_bytes(), executable)
@@ -192,9 +217,9 @@ def read_text(path: Path, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise TaskSkipped(f"missing {what} ({path.name})") from None
+        raise TaskSkipped(f"missing {what} ({path.name})", "missing") from None
     except UnicodeDecodeError:
-        raise TaskSkipped(f"{what} ({path.name}) is not UTF-8 text") from None
+        raise TaskSkipped(f"{what} ({path.name}) is not UTF-8 text", "unreadable") from None
 
 
 def first_present(row: Mapping[str, Any], candidates: Sequence[str]) -> str | None:

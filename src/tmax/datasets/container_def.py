@@ -92,12 +92,15 @@ def _files(body: str, context_dir: Path) -> tuple[list[str], dict[str, TaskFile]
             continue
         words = shlex.split(line)
         if len(words) > 2:
-            raise TaskSkipped(f"container.def: %files line {line!r} is not 'SRC [DEST]'")
+            raise TaskSkipped(
+                f"container.def: %files line {line!r} is not 'SRC [DEST]'", "malformed"
+            )
         source = words[0]
         dest = words[1] if len(words) == 2 else "/" + source.lstrip("./")
         if source.startswith("/") or ".." in Path(source).parts or any(c in source for c in "*?["):
             raise TaskSkipped(
-                f"container.def: %files source {source!r} is not a plain path inside the task"
+                f"container.def: %files source {source!r} is not a plain path inside the task",
+                "escaping",
             )
         path = context_dir / source
         if path.is_file():
@@ -106,7 +109,7 @@ def _files(body: str, context_dir: Path) -> tuple[list[str], dict[str, TaskFile]
             found = sorted(p for p in path.rglob("*") if p.is_file())
         else:
             raise TaskSkipped(
-                f"container.def: %files source {source!r} is not beside the definition"
+                f"container.def: %files source {source!r} is not beside the definition", "missing"
             )
         for file in found:
             rel = file.relative_to(context_dir).as_posix()

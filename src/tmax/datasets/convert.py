@@ -4,14 +4,18 @@ source, list its tasks, draw a deterministic sample and convert each sampled tas
 The sample is drawn from the task ids sorted, with ``random.Random`` seeded by the
 workflow seed and the dataset's name, so the same config draws the same tasks on any
 machine (the paper's Table 1 uses 250 tasks per dataset). A sampled task that cannot
-be converted is skipped with its reason, never dropped silently and never a crash.
+be converted is skipped with its reason and kind (:data:`~tmax.datasets.base.SKIP_KINDS`),
+never dropped silently and never a crash. The conversion fails only when nothing
+converts, or when more than ``max_skipped_share`` of the drawn tasks (default
+:data:`MAX_SKIPPED_SHARE`) are skipped: then the source, or its adapter, needs a look.
 
 Output, under ``out_dir`` (``results/datasets/<dataset>/``)::
 
     tasks/<id>/      Harbor layout + tmax.json (its ``source`` block names the origin)
     manifest.json    dataset, layout, source, revision, has_environments, sample, seed,
-                     tasks [{id, instruction, path}], skipped [{id, reason}]
-    report.md        counts and skip reasons, for people
+                     found (tasks in the source), tasks [{id, instruction, path}],
+                     skipped [{id, kind, reason}], skipped_by_kind {kind: count}
+    report.md        counts, skips by kind and by reason, for people
 
 Everything is written in a staging directory beside ``out_dir`` and renamed into
 place, the manifest last: a crash never leaves a manifest over half-written tasks.
@@ -34,6 +38,7 @@ from typing import Any
 from rich.progress import track
 
 from tmax.datasets.base import (
+    SKIP_KINDS,
     Adapter,
     ConvertContext,
     Converted,
@@ -49,6 +54,10 @@ from tmax.io import write_json, write_text
 from tmax.tasks import TaskFormatError, TaskMeta, write_task
 
 log = logging.getLogger("tmax.datasets.convert")
+
+MAX_SKIPPED_SHARE = 0.5
+"""The share of drawn tasks that may be skipped before a conversion fails (a source's
+``max_skipped_share``, or ``--max-skipped-share``, overrides it)."""
 
 ADAPTER_MODULES = (
     "base.py",
@@ -119,6 +128,8 @@ def _convert_one(
     adapter: Adapter, item: SourceTask, tid: str, context: ConvertContext, tasks_dir: Path
 ) -> Converted:
     """Convert one task and write it (named ``tid``) with its ``tmax.json``."""
+    if isinstance(item.ref, TaskSkipped):  # a defect seen while listing
+        raise item.ref
     converted = adapter.convert(item, context)
     if converted.task is not None:
         task = converted.task
@@ -145,6 +156,51 @@ def _install(staging: Path, out_dir: Path) -> None:
     os.replace(staging / "manifest.json", out_dir / "manifest.json")
 
 
+def skip_entry(tid: str, error: Exception) -> dict[str, str]:
+    """The manifest's record of one skipped task: its id, the kind of defect and the
+    reason (the error's first line; an unforeseen error keeps its type)."""
+    text = str(error).strip()
+    reason = text.splitlines()[0] if text else type(error).__name__
+    if isinstance(error, TaskSkipped):
+        kind = error.kind
+    elif isinstance(error, TaskFormatError):
+        kind = "invalid"
+    elif isinstance(error, OSError | UnicodeDecodeError):
+        kind, reason = "unreadable", f"{type(error).__name__}: {reason}"
+    else:
+        kind, reason = "error", f"{type(error).__name__}: {reason}"
+    return {"id": tid, "kind": kind, "reason": reason[:500]}
+
+
+def skipped_by_kind(skipped: Sequence[Mapping[str, str]]) -> dict[str, int]:
+    """Skipped tasks counted by kind, most frequent first."""
+    counts = Counter(entry["kind"] for entry in skipped)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def check_skipped_share(
+    name: str, converted: int, skipped: Sequence[Mapping[str, str]], limit: float
+) -> None:
+    """:class:`DatasetError` when nothing converted, or more than ``limit`` of the
+    drawn tasks were skipped; the message names the share, the limit, the knob and
+    the most common reasons."""
+    drawn = converted + len(skipped)
+    share = len(skipped) / drawn if drawn else 0.0
+    if converted and share <= limit:
+        return
+    common = Counter((entry["kind"], entry["reason"]) for entry in skipped).most_common(3)
+    reasons = "; ".join(f"{count}x {kind}: {reason}" for (kind, reason), count in common)
+    if not converted:
+        what = f"none of the {drawn} drawn task(s) converted"
+    else:
+        what = (
+            f"{len(skipped)} of {drawn} drawn tasks skipped ({share:.0%}), over the limit of "
+            f"{limit:.0%} (max_skipped_share in its datasets.sources entry, or "
+            "--max-skipped-share)"
+        )
+    raise DatasetError(f"dataset {name!r}: {what}; most common: {reasons}")
+
+
 def report_markdown(manifest: Mapping[str, Any], listed: int, repeated: int) -> str:
     """The human-readable summary of one conversion."""
     tasks, skipped = manifest["tasks"], manifest["skipped"]
@@ -165,7 +221,10 @@ def report_markdown(manifest: Mapping[str, Any], listed: int, repeated: int) -> 
         "",
     ]
     if skipped:
-        lines += ["## Skip reasons", "", "| reason | tasks |", "|---|---:|"]
+        lines += ["## Skips by kind", "", "| kind | tasks | what it means |", "|---|---:|---|"]
+        for kind, count in manifest["skipped_by_kind"].items():
+            lines.append(f"| {kind} | {count} | {SKIP_KINDS[kind]} |")
+        lines += ["", "## Skip reasons", "", "| reason | tasks |", "|---|---:|"]
         counts = Counter(entry["reason"] for entry in skipped)
         for reason, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"| {reason.replace('|', '/')} | {count} |")
@@ -176,11 +235,24 @@ def report_markdown(manifest: Mapping[str, Any], listed: int, repeated: int) -> 
 
 
 def prepare_dataset(
-    entry: Mapping[str, Any], out_dir: str | Path, *, seed: int, sample: int | None
+    entry: Mapping[str, Any],
+    out_dir: str | Path,
+    *,
+    seed: int,
+    sample: int | None,
+    max_skipped_share: float | None = None,
 ) -> dict[str, Any]:
     """Convert the dataset of one ``datasets.sources`` entry into ``out_dir`` (see the
-    module docstring) and return its manifest. ``sample`` None converts every task."""
+    module docstring) and return its manifest. ``sample`` None converts every task;
+    ``max_skipped_share`` None takes the entry's, else :data:`MAX_SKIPPED_SHARE`."""
     name, layout = str(entry["name"]), str(entry["layout"])
+    if max_skipped_share is None:
+        max_skipped_share = float(entry.get("max_skipped_share", MAX_SKIPPED_SHARE))
+    if not 0.0 <= max_skipped_share <= 1.0:
+        raise DatasetError(
+            f"dataset {name!r}: max_skipped_share {max_skipped_share} is not a share "
+            "between 0 and 1"
+        )
     out_dir = Path(out_dir)
     adapter = get_adapter(layout)
     source: ResolvedSource = resolve_source(entry)
@@ -207,12 +279,9 @@ def prepare_dataset(
             try:
                 converted = _convert_one(adapter, by_id[tid], tid, context, staging / "tasks")
             except Exception as error:  # one broken task is recorded, never a crash
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                reason = reason or type(error).__name__
-                if not isinstance(error, TaskSkipped | TaskFormatError):
-                    reason = f"{type(error).__name__}: {reason}"
-                log.warning("%s: skipped %s: %s", name, tid, reason)
-                skipped.append({"id": tid, "reason": reason[:500]})
+                skipped.append(skip_entry(tid, error))
+                log.warning("%s: skipped %s (%s): %s", name, tid, skipped[-1]["kind"],
+                            skipped[-1]["reason"])  # fmt: skip
                 continue
             path = f"tasks/{tid}" if converted.task is not None else None
             tasks.append({"id": tid, "instruction": converted.instruction, "path": path})
@@ -224,9 +293,12 @@ def prepare_dataset(
             "has_environments": bool(adapter.has_environments),
             "sample": sample,
             "seed": seed,
+            "found": len(by_id),
             "tasks": tasks,
             "skipped": skipped,
+            "skipped_by_kind": skipped_by_kind(skipped),
         }
+        check_skipped_share(name, len(tasks), skipped, max_skipped_share)
         write_text(staging / "report.md", report_markdown(manifest, len(by_id), len(repeated)))
         write_json(staging / "manifest.json", manifest)
         shutil.rmtree(staging / "scratch", ignore_errors=True)

@@ -39,7 +39,7 @@ from tmax.datasets.base import (
     text_file,
 )
 from tmax.datasets.container_def import definition_to_dockerfile
-from tmax.datasets.folders import list_task_folders
+from tmax.datasets.folders import list_task_folders, task_folder
 from tmax.tasks import Task, TaskConfig, TaskFile
 
 PRIVATE_FIELDS = ("description", "truth", "name")
@@ -68,7 +68,7 @@ def _environment(folder: Path) -> dict[str, TaskFile]:
         return {
             "Dockerfile": text_file(f"# The task's prebuilt image (image.txt).\nFROM {image}\n")
         }
-    raise TaskSkipped("missing container.def (and no image.txt)")
+    raise TaskSkipped("missing container.def (and no image.txt)", "missing")
 
 
 def convert_native(folder: Path, name: str) -> Converted:
@@ -76,12 +76,12 @@ def convert_native(folder: Path, name: str) -> Converted:
     try:
         spec = json.loads(read_text(folder / "task.json", "task.json"))
     except json.JSONDecodeError as error:
-        raise TaskSkipped(f"task.json is not valid JSON: {error}") from None
+        raise TaskSkipped(f"task.json is not valid JSON: {error}", "malformed") from None
     if not isinstance(spec, dict):
-        raise TaskSkipped("task.json is not an object")
+        raise TaskSkipped("task.json is not an object", "malformed")
     description = spec.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise TaskSkipped("task.json has no description")
+        raise TaskSkipped("task.json has no description", "missing")
     instruction = description if description.endswith("\n") else description + "\n"
     final_tests = read_text(folder / "test_final_state.py", "final-state tests")
     tests = {
@@ -115,4 +115,4 @@ class EndlessTerminalsAdapter:
         return list_task_folders(context, ("task.json",))
 
     def convert(self, item: SourceTask, context: ConvertContext) -> Converted:
-        return convert_native(Path(item.ref), item.original_id)
+        return convert_native(task_folder(item.ref), item.original_id)

@@ -23,8 +23,8 @@ from tmax.datasets.base import (
     register,
 )
 from tmax.datasets.container_def import definition_to_dockerfile
-from tmax.datasets.folders import list_task_folders
-from tmax.tasks import Task, TaskConfig
+from tmax.datasets.folders import list_task_folders, task_folder
+from tmax.tasks import Task, TaskConfig, TaskFormatError
 
 METADATA_KEYS = ("category", "difficulty", "tags", "author_name")
 """``task.toml`` [metadata] keys kept as the source's own labels."""
@@ -32,13 +32,16 @@ METADATA_KEYS = ("category", "difficulty", "tags", "author_name")
 
 def harbor_task(folder: Path, name: str) -> Task:
     """A Harbor task folder read into memory under the new ``name``."""
-    config = TaskConfig.parse(read_text(folder / "task.toml", "task.toml"), "task.toml")
+    try:
+        config = TaskConfig.parse(read_text(folder / "task.toml", "task.toml"), "task.toml")
+    except TaskFormatError as error:
+        raise TaskSkipped(str(error), "malformed") from None
     environment = read_tree(folder / "environment")
     if "Dockerfile" not in environment and "container.def" in environment:
         definition = environment["container.def"].data.decode("utf-8", errors="replace")
         environment.update(definition_to_dockerfile(definition, folder / "environment"))
     if not (folder / "tests" / "test.sh").is_file():
-        raise TaskSkipped("missing tests/test.sh (the verifier's entry point)")
+        raise TaskSkipped("missing tests/test.sh (the verifier's entry point)", "missing")
     solution_dir = folder / "solution"
     task = Task(
         name=name,
@@ -67,5 +70,5 @@ class HarborAdapter:
         return list_task_folders(context, ("task.toml",))
 
     def convert(self, item: SourceTask, context: ConvertContext) -> Converted:
-        task = harbor_task(Path(item.ref), item.original_id)
+        task = harbor_task(task_folder(item.ref), item.original_id)
         return Converted(task.instruction, task, source_labels(task.config))

@@ -20,7 +20,7 @@ from tmax.datasets.base import (
 )
 from tmax.datasets.folders import unpack_bytes
 from tmax.datasets.harbor import harbor_task, source_labels
-from tmax.datasets.rows import read_rows
+from tmax.datasets.rows import UnreadableRow, read_rows, row_tasks
 
 ID_COLUMNS = ("path", "task_id", "id", "name")
 TARBALL_COLUMNS = ("task_binary", "tarball", "task_tarball")
@@ -32,7 +32,9 @@ def _only_task_folder(root: Path) -> Path:
         return root
     candidates = [p.parent for p in sorted(root.rglob("task.toml"))]
     if len(candidates) != 1:
-        raise TaskSkipped(f"the tarball holds {len(candidates)} task.toml files, not one")
+        raise TaskSkipped(
+            f"the tarball holds {len(candidates)} task.toml files, not one", "malformed"
+        )
     return candidates[0]
 
 
@@ -61,10 +63,11 @@ class ParquetTarballsAdapter:
 
     def list_tasks(self, context: ConvertContext) -> list[SourceTask]:
         self._rows = read_rows(context)
-        if not self._rows:
-            return []
-        id_name, _ = self._columns(context, self._rows[0])
-        return [SourceTask(str(row[id_name]), index) for index, row in enumerate(self._rows)]
+        readable = [row for row in self._rows if not isinstance(row, UnreadableRow)]
+        if not readable:
+            return row_tasks(context, self._rows, lambda row: None, "")
+        id_name, _ = self._columns(context, readable[0])
+        return row_tasks(context, self._rows, lambda row: row.get(id_name), id_name)
 
     def convert(self, item: SourceTask, context: ConvertContext) -> Converted:
         row = self._rows[item.ref]
@@ -73,7 +76,7 @@ class ParquetTarballsAdapter:
         if isinstance(data, str):
             data = data.encode("latin-1")
         if not isinstance(data, bytes | bytearray) or not data:
-            raise TaskSkipped(f"column {tarball_name!r} holds no tarball bytes")
+            raise TaskSkipped(f"column {tarball_name!r} holds no tarball bytes", "missing")
         with tempfile.TemporaryDirectory(dir=context.scratch) as scratch:
             unpack_bytes(bytes(data), Path(scratch), f"row {item.ref} ({item.original_id})")
             task = harbor_task(_only_task_folder(Path(scratch)), item.original_id)

@@ -1,16 +1,27 @@
 """Rows of table-shaped sources: Parquet, JSON Lines or a JSON list, as the Hugging Face
 Hub publishes them. Every row keeps a stable index (file order, then row order), which
-is how an adapter finds a sampled row again."""
+is how an adapter finds a sampled row again. A line or row that does not parse is kept
+in its place as an :class:`UnreadableRow`, listed as one skipped task."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from tmax.datasets.base import ConvertContext, DatasetError
+from tmax.datasets.base import ConvertContext, DatasetError, SourceTask, TaskSkipped
+
+
+class UnreadableRow(dict[str, Any]):
+    """A row that does not parse (an empty mapping that says why)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
 
 TABLE_SUFFIXES = (".parquet", ".jsonl", ".json")
 
@@ -45,7 +56,7 @@ def _json_rows(path: Path, label: str) -> list[dict[str, Any]]:
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as error:
-                    raise DatasetError(f"{label}: {path.name} line {number}: {error}") from None
+                    rows.append(UnreadableRow(f"{path.name} line {number}: not JSON ({error})"))
         return rows
     try:
         data = json.loads(text)
@@ -75,7 +86,33 @@ def read_rows(context: ConvertContext, columns: list[str] | None = None) -> list
                 ) from None
         else:
             rows += _json_rows(path, label)
-    bad = next((i for i, row in enumerate(rows) if not isinstance(row, dict)), None)
-    if bad is not None:
-        raise DatasetError(f"{label}: row {bad} is not an object")
-    return rows
+    return [
+        row if isinstance(row, dict) else UnreadableRow(f"row {index} is not an object")
+        for index, row in enumerate(rows)
+    ]
+
+
+def row_tasks(
+    context: ConvertContext, rows: list[dict[str, Any]], id_of: Callable[[dict[str, Any]], Any],
+    tried: str,
+) -> list[SourceTask]:  # fmt: skip
+    """One task per row, its id ``id_of(row)`` and its ref the row's index; a row that
+    does not parse or has no id is listed as skipped (``row-<index>``). That no row has
+    an id is the config's fault (``columns.id``), and an error."""
+    items = []
+    for index, row in enumerate(rows):
+        value = None if isinstance(row, UnreadableRow) else id_of(row)
+        if isinstance(row, UnreadableRow):
+            items.append(SourceTask(f"row-{index}", TaskSkipped(row.reason, "malformed")))
+        elif value in (None, ""):
+            why = TaskSkipped(f"row {index} has no id (tried {tried})", "missing")
+            items.append(SourceTask(f"row-{index}", why))
+        else:
+            items.append(SourceTask(str(value), index))
+    readable = [row for row in rows if not isinstance(row, UnreadableRow)]
+    if readable and all(isinstance(item.ref, TaskSkipped) for item in items):
+        raise DatasetError(
+            f"dataset {context.dataset!r}: no row has an id column (tried {tried}; set "
+            f"columns.id); the first row has {', '.join(sorted(readable[0])) or 'no columns'}"
+        )
+    return items

@@ -25,7 +25,6 @@ from typing import Any
 from tmax.datasets.base import (
     ConvertContext,
     Converted,
-    DatasetError,
     SourceTask,
     TaskSkipped,
     column,
@@ -35,7 +34,7 @@ from tmax.datasets.base import (
     register,
     text_file,
 )
-from tmax.datasets.rows import read_rows
+from tmax.datasets.rows import read_rows, row_tasks
 from tmax.tasks import Task, TaskConfig
 
 WORKDIR = "/testbed"
@@ -63,9 +62,9 @@ def test_ids(value: Any, name: str) -> list[str]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            raise TaskSkipped(f"{name} is not a JSON list of test ids") from None
+            raise TaskSkipped(f"{name} is not a JSON list of test ids", "malformed") from None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TaskSkipped(f"{name} is not a list of test ids")
+        raise TaskSkipped(f"{name} is not a list of test ids", "malformed")
     return value
 
 
@@ -87,35 +86,26 @@ class SweAdapter:
 
     def list_tasks(self, context: ConvertContext) -> list[SourceTask]:
         self._rows = read_rows(context)
-        items = []
-        for index, row in enumerate(self._rows):
-            instance_id = _value(row, context, "id")
-            if instance_id in (None, ""):
-                raise DatasetError(
-                    f"dataset {context.dataset!r}: row {index} has no instance id "
-                    f"(tried {', '.join(column(context.columns, 'id', COLUMNS['id']))}; "
-                    "set columns.id)"
-                )
-            items.append(SourceTask(str(instance_id), index))
-        return items
+        tried = ", ".join(column(context.columns, "id", COLUMNS["id"]))
+        return row_tasks(context, self._rows, lambda row: _value(row, context, "id"), tried)
 
     def convert(self, item: SourceTask, context: ConvertContext) -> Converted:
         row = self._rows[item.ref]
         statement = _value(row, context, "problem_statement")
         if not isinstance(statement, str) or not statement.strip():
-            raise TaskSkipped("no problem statement")
+            raise TaskSkipped("no problem statement", "missing")
         patch = _value(row, context, "patch")
         if not isinstance(patch, str) or "diff --git" not in patch:
-            raise TaskSkipped("no bug patch (a git diff) in the patch column")
+            raise TaskSkipped("no bug patch (a git diff) in the patch column", "missing")
         fail_to_pass = test_ids(_value(row, context, "fail_to_pass"), "FAIL_TO_PASS")
         pass_to_pass = test_ids(_value(row, context, "pass_to_pass"), "PASS_TO_PASS")
         if not fail_to_pass:
-            raise TaskSkipped("no FAIL_TO_PASS tests (nothing shows the bug)")
+            raise TaskSkipped("no FAIL_TO_PASS tests (nothing shows the bug)", "missing")
         image, repo = _value(row, context, "image"), _value(row, context, "repo")
         if not image and isinstance(repo, str) and repo:
             image = image_for_repo(repo)
         if not isinstance(image, str) or not re.fullmatch(r"[\w./:@-]+", image):
-            raise TaskSkipped(f"no usable image name (image {image!r}, repo {repo!r})")
+            raise TaskSkipped(f"no usable image name (image {image!r}, repo {repo!r})", "missing")
         patch = patch if patch.endswith("\n") else patch + "\n"
         ids = "".join(f"{test}\n" for test in fail_to_pass + pass_to_pass)
         limits = conversion_data()["defaults"]["swe"]

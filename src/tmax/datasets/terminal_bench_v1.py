@@ -46,8 +46,8 @@ from tmax.datasets.base import (
     register,
     text_file,
 )
-from tmax.datasets.folders import list_task_folders
-from tmax.datasets.rows import read_rows
+from tmax.datasets.folders import list_task_folders, task_folder
+from tmax.datasets.rows import read_rows, row_tasks
 from tmax.tasks import Task, TaskConfig, TaskFile
 
 NOT_ENVIRONMENT = (
@@ -79,15 +79,23 @@ def _instruction(spec: dict[str, Any]) -> str:
             if isinstance(item, dict) and item.get("key") == "base":
                 text = item.get("description")
     if not isinstance(text, str) or not text.strip():
-        raise TaskSkipped("task.yaml has no instruction")
+        raise TaskSkipped("task.yaml has no instruction", "missing")
     return text if text.endswith("\n") else text + "\n"
+
+
+def _yaml(text: str, name: str) -> object:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise TaskSkipped(f"{name} is not valid YAML ({first})", "malformed") from None
 
 
 def _check_compose(folder: Path) -> None:
     for name in ("docker-compose.yaml", "docker-compose.yml"):
         path = folder / name
         if path.is_file():
-            compose = yaml.safe_load(read_text(path, name)) or {}
+            compose = _yaml(read_text(path, name), name) or {}
             services = compose.get("services") if isinstance(compose, dict) else None
             if isinstance(services, dict) and len(services) > 1:
                 raise TaskSkipped(
@@ -102,14 +110,14 @@ def _number(value: Any, default: float) -> float:
 
 def convert_folder(folder: Path, name: str) -> Converted:
     """One Terminal-Bench 1.0 task folder as a Harbor task named ``name``."""
-    spec = yaml.safe_load(read_text(folder / "task.yaml", "task.yaml"))
+    spec = _yaml(read_text(folder / "task.yaml", "task.yaml"), "task.yaml")
     if not isinstance(spec, dict):
-        raise TaskSkipped("task.yaml is not a mapping")
+        raise TaskSkipped("task.yaml is not a mapping", "malformed")
     instruction = _instruction(spec)
     if not (folder / "Dockerfile").is_file():
-        raise TaskSkipped("missing Dockerfile")
+        raise TaskSkipped("missing Dockerfile", "missing")
     if not (folder / "run-tests.sh").is_file():
-        raise TaskSkipped("missing run-tests.sh")
+        raise TaskSkipped("missing run-tests.sh", "missing")
     _check_compose(folder)
     everything = read_tree(folder)
     environment = {
@@ -153,7 +161,7 @@ def _row_tests(value: Any) -> dict[str, str]:
         return {str(k): str(v) for k, v in value.items()}
     if isinstance(value, list):  # [{"path": ..., "content": ...}]
         return {str(i["path"]): str(i["content"]) for i in value if isinstance(i, dict)}
-    raise TaskSkipped("the tests column is neither text nor a mapping of files")
+    raise TaskSkipped("the tests column is neither text nor a mapping of files", "malformed")
 
 
 def _materialise(row: dict[str, Any], columns: dict[str, str], dest: Path) -> None:
@@ -171,7 +179,7 @@ def _materialise(row: dict[str, Any], columns: dict[str, str], dest: Path) -> No
     if tests is not None and row[tests]:
         for rel, text in _row_tests(row[tests]).items():
             if rel.startswith("/") or ".." in Path(rel).parts:
-                raise TaskSkipped(f"test file {rel!r} escapes the tests folder")
+                raise TaskSkipped(f"test file {rel!r} escapes the tests folder", "escaping")
             target = dest / "tests" / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
@@ -196,20 +204,16 @@ class TerminalBenchV1Adapter:
         except DatasetError:
             return []  # neither folders nor tables: "no tasks" is reported by the caller
         ids = column(context.columns, "id", ROW_IDS)
-        items = []
-        for index, row in enumerate(self._rows):
+
+        def id_of(row: dict[str, Any]) -> Any:
             found = first_present(row, ids)
-            if found is None:
-                raise DatasetError(
-                    f"dataset {context.dataset!r}: row {index} has no id column (tried "
-                    f"{', '.join(ids)}; set columns.id)"
-                )
-            items.append(SourceTask(str(row[found]), index))
-        return items
+            return None if found is None else row[found]
+
+        return row_tasks(context, self._rows, id_of, ", ".join(ids))
 
     def convert(self, item: SourceTask, context: ConvertContext) -> Converted:
         if self._rows is None:
-            return convert_folder(Path(item.ref), item.original_id)
+            return convert_folder(task_folder(item.ref), item.original_id)
         with tempfile.TemporaryDirectory(dir=context.scratch) as scratch:
             folder = Path(scratch)
             _materialise(self._rows[item.ref], dict(context.columns), folder)

@@ -25,7 +25,7 @@ from tmax.datasets.base import (
     first_present,
     register,
 )
-from tmax.datasets.rows import read_rows
+from tmax.datasets.rows import UnreadableRow, read_rows
 
 ID_COLUMNS = ("task_id", "instance_id", "id", "task_name")
 MESSAGE_COLUMNS = ("conversations", "messages", "trajectory", "steps")
@@ -50,11 +50,11 @@ def first_user_message(messages: Any) -> str:
         try:
             messages = json.loads(messages)
         except json.JSONDecodeError:
-            raise TaskSkipped("the messages column is not JSON") from None
+            raise TaskSkipped("the messages column is not JSON", "malformed") from None
     if isinstance(messages, dict):  # an ATIF trajectory or {"messages": [...]}
         messages = messages.get("steps") or messages.get("messages")
     if not isinstance(messages, list):
-        raise TaskSkipped("no list of messages")
+        raise TaskSkipped("no list of messages", "malformed")
     for message in messages:
         if not isinstance(message, dict):
             continue
@@ -63,7 +63,7 @@ def first_user_message(messages: Any) -> str:
             text = _text(message.get("content", message.get("value", message.get("message"))))
             if text.strip():
                 return text
-    raise TaskSkipped("no user message")
+    raise TaskSkipped("no user message", "missing")
 
 
 def instruction_of(text: str) -> str:
@@ -84,6 +84,8 @@ class TrajectoriesAdapter:
         items: dict[str, SourceTask] = {}
         for index, row in enumerate(read_rows(context)):
             try:
+                if isinstance(row, UnreadableRow):
+                    raise TaskSkipped(row.reason, "malformed")
                 instruction = self._instruction(row, context)
             except TaskSkipped as why:
                 items.setdefault(f"row-{index}", SourceTask(f"row-{index}", why))
@@ -103,10 +105,8 @@ class TrajectoriesAdapter:
             return row[direct].strip() + "\n"
         found = first_present(row, column(context.columns, "messages", MESSAGE_COLUMNS))
         if found is None:
-            raise TaskSkipped("no messages column")
+            raise TaskSkipped("no messages column", "missing")
         return instruction_of(first_user_message(row[found]))
 
     def convert(self, item: SourceTask, context: ConvertContext) -> Converted:
-        if isinstance(item.ref, TaskSkipped):
-            raise item.ref
         return Converted(str(item.ref))
