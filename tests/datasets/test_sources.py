@@ -113,6 +113,38 @@ def test_hub_snapshot_revision_is_its_commit(
     assert len(manifest["tasks"]) == 2
 
 
+def test_hub_snapshot_of_links_into_blobs_converts_as_plain_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub cache stores every file of a snapshot as a link into ``blobs/``; Harbor
+    task folders downloaded that way convert, and the links are not followed out of
+    the cache by the tasks themselves."""
+    import huggingface_hub
+
+    repo = tmp_path / "hub" / "datasets--x--tasks"
+    snapshot = repo / "snapshots" / ("b" * 40)
+    blobs = repo / "blobs"
+    blobs.mkdir(parents=True)
+    source = DATASET_FIXTURES / "harbor"
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            blob = blobs / f"{len(list(blobs.iterdir())):04d}"
+            shutil.copyfile(path, blob)
+            link = snapshot / path.relative_to(source)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            depth = len(link.relative_to(repo).parts) - 1
+            link.symlink_to(Path("../" * depth) / "blobs" / blob.name)
+    assert all(p.is_symlink() for p in snapshot.rglob("*") if not p.is_dir())
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kwargs: str(snapshot))
+    entry = {"name": "endless", "layout": "harbor", "hf": "x/tasks"}
+    manifest = prepare_dataset(entry, out_dir(tmp_path), seed=1, sample=None)
+    local = {"name": "endless", "layout": "harbor", "path": str(source)}
+    plain = prepare_dataset(local, tmp_path / "plain", seed=1, sample=None)
+    assert manifest["revision"] == "b" * 40 and len(manifest["tasks"]) > 0
+    for key in ("tasks", "skipped"):  # as if the files had been plain all along
+        assert [t["id"] for t in manifest[key]] == [t["id"] for t in plain[key]], key
+
+
 def test_local_path_wins_and_records_the_origin(tmp_path: Path) -> None:
     entry = {"name": "fx", "layout": "harbor", "hf": "owner/name", "revision": "main",
              "path": str(DATASET_FIXTURES / "harbor")}  # fmt: skip

@@ -223,6 +223,7 @@ def _hf_source(name: str, entry: Mapping[str, Any]) -> ResolvedSource:
             f"{how_to_provide(name, entry)}"
         ) from None
     commit = snapshot.name  # the hub cache keeps each snapshot under its commit sha
+    snapshot = _materialised(snapshot, repo)
     root = snapshot / entry["subdir"] if entry.get("subdir") else snapshot
     if not root.is_dir():
         raise DatasetError(
@@ -230,6 +231,36 @@ def _hf_source(name: str, entry: Mapping[str, Any]) -> ResolvedSource:
         )
     description = {"kind": "hf", **_origin(entry), "commit": commit}
     return ResolvedSource(name, root, _select(root, entry.get("files")), commit, description)
+
+
+def _materialised(snapshot: Path, repo: str) -> Path:
+    """The Hub snapshot as plain files: the hub cache keeps every file as a link into
+    its shared ``blobs/`` folder, and a task folder made of links that leave it would
+    be skipped as escaping. Files are hard-linked (copied across file systems) once
+    into ``$TMAX_CACHE/datasets/hf-files/<repo>/<commit>``, under a lock, through a
+    temporary folder and a rename."""
+    parent = cache_dir() / "datasets" / "hf-files" / repo.replace("/", "__")
+    target = parent / snapshot.name
+    parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(parent / f".{snapshot.name}.lock"):
+        if target.is_dir():
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=parent))
+        try:
+            for path in sorted(snapshot.rglob("*")):
+                dest = staging / path.relative_to(snapshot)
+                if path.is_dir():
+                    dest.mkdir(parents=True, exist_ok=True)
+                elif path.is_file():  # a link is followed to its blob; a dangling one dropped
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        os.link(path.resolve(), dest)
+                    except OSError:
+                        shutil.copyfile(path, dest)
+            os.replace(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def resolve_source(entry: Mapping[str, Any]) -> ResolvedSource:
