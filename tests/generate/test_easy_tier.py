@@ -41,6 +41,12 @@ def test_every_operation_appears_and_levels_set_the_number_of_steps() -> None:
     assert len(OPERATIONS) == len(VERBS)
     verbs = {line.split()[0] for spec in specs(60) for line in solution(spec)}
     assert verbs == VERBS
+    # The names are fixed (what a tiny model can learn to read); the domain picks words.
+    lines = [line for spec in specs(60, "complex") for line in solution(spec)]
+    paths = {word for line in lines for word in line.split() if word.startswith("/app/")}
+    files = {p for p in paths if p.endswith(".txt")}
+    assert files == {"/app/input.txt", "/app/answer.txt", "/app/result.txt"}, files
+    assert {p.removeprefix("/app/") for p in paths - files} <= set(sum(VOCABULARY.values(), ()))
     for level in LEVELS:
         steps = {len(solution(spec)) for spec in specs(12, level)}
         assert steps == ({1} if LEVELS[level] <= 2 else {2}), level
