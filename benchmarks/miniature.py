@@ -43,12 +43,30 @@ MODEL = "tiny-qwen3"
 VARIANTS = {"sft": f"{MODEL}-sft", "control": f"{MODEL}-control", "tmax": f"{MODEL}-tmax"}
 
 
-def run_seed(seed: int, workdir: Path, cores: int) -> float:
-    """The whole DAG in ``workdir`` for ``seed``; its wall time in seconds."""
+def override(config: dict[str, Any], setting: str) -> None:
+    """Apply one ``--set a.b.c=VALUE`` (VALUE read as YAML) to ``config``."""
+    key, sep, value = setting.partition("=")
+    if not sep or not key:
+        sys.exit(f"--set {setting!r}: write it as a.b.c=VALUE")
+    *parents, leaf = key.split(".")
+    node = config
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            sys.exit(f"--set {setting!r}: {part!r} is not a mapping in config.yaml")
+        node = child
+    node[leaf] = yaml.safe_load(value)
+
+
+def run_seed(seed: int, workdir: Path, cores: int, settings: list[str] | None = None) -> float:
+    """The whole DAG in ``workdir`` for ``seed`` (config.yaml with ``settings`` applied);
+    its wall time in seconds."""
     copy_workflow_files(workdir)
     config_path = workdir / "config.yaml"
     config = yaml.safe_load(config_path.read_text())
     config["seed"] = seed
+    for setting in settings or []:
+        override(config, setting)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     started = time.monotonic()
     result = subprocess.run(
@@ -98,6 +116,9 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--from-results", type=Path, help="report one finished run")
     parser.add_argument("--keep", action="store_true", help="keep each seed's workflow copy")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change the embedded config (a.b.c=YAML value), e.g. "
+                             "--set generation.tier=easy")  # fmt: skip
     args = parser.parse_args()
     if args.from_results:
         report("(given)", args.from_results, None)
@@ -105,7 +126,8 @@ def main() -> None:
     outcomes = []
     for seed in args.seeds:
         workdir = Path(tempfile.mkdtemp(prefix=f"tmax-miniature-{seed}-"))
-        elapsed = run_seed(seed, workdir, args.cores)
+        print(f"seed {seed}: {workdir}", flush=True)
+        elapsed = run_seed(seed, workdir, args.cores, args.set)
         outcomes.append(report(seed, workdir / "results", elapsed))
         if not args.keep:
             subprocess.run(["rm", "-rf", str(workdir)], check=False)
