@@ -9,9 +9,9 @@ finished run in seconds. "Planned" is a dry run against that tree. "Run" is a
 ``--touch`` of the change on a copy of it: the placeholders keep their content, so
 each checkpoint (:data:`CHECKPOINTS`) writes what it wrote before, and the jobs
 downstream of it drop out as they do in a real run where the checkpoint's product did
-not change. The README's rerun table is :func:`markdown`
+not change. The rerun table of docs/reruns.md is :func:`markdown`
 of :data:`ROWS` (``python -m tests.workflow.rerun_matrix`` prints it);
-``tests/workflow/test_rerun_matrix.py`` checks every row and that the README holds
+``tests/workflow/test_rerun_matrix.py`` checks every row and that docs/reruns.md holds
 the table.
 """
 
@@ -491,7 +491,7 @@ PIPELINE = (
     "evaluate", "eval_metrics", "eval_summary", "report_tables", "report_figures",
     "report_provenance",
 )  # fmt: skip
-"""The order the README lists a change's jobs in (others last, by name)."""
+"""The order docs/reruns.md lists a change's jobs in (others last, by name)."""
 
 
 def _jobs_cell(jobs: Jobs) -> str:
@@ -502,7 +502,7 @@ def _jobs_cell(jobs: Jobs) -> str:
 
 
 def markdown(rows: list[Row] | None = None) -> str:
-    """The README's rerun table."""
+    """The rerun table of docs/reruns.md."""
     lines = [
         "| change | embedded default | paper scale (`--profile slurm`) | why |",
         "|---|---|---|---|",
