@@ -187,7 +187,7 @@ def resolve_network(config: TaskConfig, policy: str = "task") -> NetworkPlan:
     if policy not in NETWORK_POLICIES:
         raise ValueError(
             f"network policy {policy!r} is not one of {', '.join(NETWORK_POLICIES)} "
-            "(config key evaluation.network / sandbox.network)"
+            "(config key evaluation.network)"
         )
     off = PhaseNetwork("no-network")
     if policy == "off":
