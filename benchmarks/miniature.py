@@ -93,7 +93,7 @@ def held_out(results: Path) -> dict[str, dict[str, float]]:
     for variant, label in VARIANTS.items():
         for metrics in sorted((results / "eval" / label / "heldout").glob("*/metrics.json")):
             for group in json.loads(metrics.read_text())["groups"]:
-                table[group["harness"]][variant] = 100 * float(group["pass_at_1_mean"])
+                table[group["harness"]][variant] = float(group["pass_at_1_mean"])  # already in %
     return dict(table)
 
 
