@@ -6,8 +6,9 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -79,6 +80,23 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def built_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """The cached folder ``target``, made once: under a lock beside it, ``build`` fills
+    a temporary folder next to it, which is renamed into place, so ``target`` is either
+    absent or complete (a crash or an error in ``build`` leaves nothing behind)."""
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(parent / f".{target.name}.lock"):
+        if not target.is_dir():
+            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+            try:
+                build(staging)
+                os.replace(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:

@@ -22,9 +22,7 @@ import io
 import lzma
 import os
 import posixpath
-import shutil
 import tarfile
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -33,7 +31,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from tmax.datasets.base import ConvertContext, SourceTask, TaskSkipped, conversion_data
-from tmax.io import cache_dir, file_lock
+from tmax.io import built_once, cache_dir
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 UNREADABLE = (
@@ -349,20 +347,10 @@ def unpacked(archive: Path) -> Path:
     :class:`TaskSkipped` when it does not unpack."""
     state = archive.stat()
     key = _content_key(archive.resolve(), state.st_size, state.st_mtime_ns)
-    parent = cache_dir() / "datasets" / "unpacked"
-    parent.mkdir(parents=True, exist_ok=True)
-    target = parent / key
-    with file_lock(parent / f".{key}.lock"):
-        if not target.is_dir():
-            staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=parent))
-            try:
-                _unpack(archive, staging)
-                os.replace(staging, target)
-            except UNREADABLE as error:
-                raise TaskSkipped(
-                    f"{archive.name}: cannot unpack ({type(error).__name__}: {error})",
-                    "unreadable",
-                ) from None
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-    return target
+    try:
+        return built_once(cache_dir() / "datasets" / "unpacked" / key,
+                          lambda staging: _unpack(archive, staging))  # fmt: skip
+    except UNREADABLE as error:
+        raise TaskSkipped(
+            f"{archive.name}: cannot unpack ({type(error).__name__}: {error})", "unreadable"
+        ) from None

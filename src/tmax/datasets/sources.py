@@ -17,13 +17,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tmax.datasets.base import DatasetError, ResolvedSource
-from tmax.io import cache_dir, file_lock
+from tmax.io import built_once, cache_dir
 
 log = logging.getLogger("tmax.datasets.sources")
 
@@ -169,20 +168,13 @@ def _git_source(name: str, entry: Mapping[str, Any]) -> ResolvedSource:
     url, revision = str(entry["git"]), str(entry.get("revision") or "")
     if not revision:
         raise DatasetError(f"dataset {name!r}: a git source needs `revision:` (a commit sha)")
-    parent = cache_dir() / "datasets" / "git"
-    parent.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(f"{url}\0{revision}".encode()).hexdigest()[:16]
-    checkout = parent / key
-    with file_lock(parent / f".{key}.lock"):
-        if not (checkout / ".git").is_dir():
-            shutil.rmtree(checkout, ignore_errors=True)  # left by an interrupted copy
-            staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=parent))
-            try:
-                log.info("%s: fetching %s at %s", name, url, revision)
-                _clone(url, revision, staging, name, entry)
-                os.replace(staging, checkout)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+
+    def fetch(staging: Path) -> None:
+        log.info("%s: fetching %s at %s", name, url, revision)
+        _clone(url, revision, staging, name, entry)
+
+    checkout = built_once(cache_dir() / "datasets" / "git" / key, fetch)
     head = _git(["rev-parse", "HEAD"], checkout, name).stdout.strip()
     root = checkout / entry["subdir"] if entry.get("subdir") else checkout
     if not root.is_dir():
@@ -239,28 +231,21 @@ def _materialised(snapshot: Path, repo: str) -> Path:
     be skipped as escaping. Files are hard-linked (copied across file systems) once
     into ``$TMAX_CACHE/datasets/hf-files/<repo>/<commit>``, under a lock, through a
     temporary folder and a rename."""
-    parent = cache_dir() / "datasets" / "hf-files" / repo.replace("/", "__")
-    target = parent / snapshot.name
-    parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(parent / f".{snapshot.name}.lock"):
-        if target.is_dir():
-            return target
-        staging = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=parent))
-        try:
-            for path in sorted(snapshot.rglob("*")):
-                dest = staging / path.relative_to(snapshot)
-                if path.is_dir():
-                    dest.mkdir(parents=True, exist_ok=True)
-                elif path.is_file():  # a link is followed to its blob; a dangling one dropped
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    try:
-                        os.link(path.resolve(), dest)
-                    except OSError:
-                        shutil.copyfile(path, dest)
-            os.replace(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    def link(staging: Path) -> None:
+        for path in sorted(snapshot.rglob("*")):
+            dest = staging / path.relative_to(snapshot)
+            if path.is_dir():
+                dest.mkdir(parents=True, exist_ok=True)
+            elif path.is_file():  # a link is followed to its blob; a dangling one dropped
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(path.resolve(), dest)
+                except OSError:
+                    shutil.copyfile(path, dest)
+
+    folder = cache_dir() / "datasets" / "hf-files" / repo.replace("/", "__") / snapshot.name
+    return built_once(folder, link)
 
 
 def resolve_source(entry: Mapping[str, Any]) -> ResolvedSource:
