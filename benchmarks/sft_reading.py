@@ -23,8 +23,6 @@ one-command run has a few minutes for SFT on 2 cores.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 import tempfile
 import time
@@ -38,12 +36,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tmax.generate.procedural import render_task  # noqa: E402
 from tmax.models.tiny import build_tiny_qwen3  # noqa: E402
+from tmax.models.toolcalls import parse_completion  # noqa: E402
 from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation  # noqa: E402
 from tmax.rl.stage import _load, harness_settings  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy  # noqa: E402
 from tmax.taxonomy.sampler import SamplerSettings, sample_spec  # noqa: E402
-
-COMMAND = re.compile(r'"command": ("(?:[^"\\]|\\.)*")')
 
 
 def easy_tasks(n: int, seed: int) -> list[tuple[str, str]]:
@@ -61,7 +58,7 @@ def easy_tasks(n: int, seed: int) -> list[tuple[str, str]]:
 
 
 def first_command(model, tokenizer, instruction: str, settings) -> str | None:  # type: ignore[no-untyped-def]
-    """The command of the model's first tool call, greedily, as RL prompts it."""
+    """The command of the model's first tool call, greedily, as RL prompts and parses it."""
     messages, tools = solution_conversation(instruction, "true", settings)
     prompt = tokenizer.apply_chat_template(
         messages[:2], tools=tools, tokenize=False, add_generation_prompt=True
@@ -69,13 +66,14 @@ def first_command(model, tokenizer, instruction: str, settings) -> str | None:  
     ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=96, do_sample=False)
-    match = COMMAND.search(tokenizer.decode(out[0, ids.shape[1] :]))
-    if match is None:
+    _, _, calls = parse_completion(tokenizer.decode(out[0, ids.shape[1] :]))
+    if not calls or calls[0].name != "bash":
         return None
-    try:
-        return str(json.loads(match.group(1)))
-    except json.JSONDecodeError:
+    try:  # read as RL rollouts read it
+        command = calls[0].parsed_arguments().get("command")
+    except ValueError:
         return None
+    return command if isinstance(command, str) else None
 
 
 def main() -> None:
