@@ -23,6 +23,7 @@ PACKAGES = (
     "vllm",
     "deepspeed",
     "pyarrow",
+    "pandas",
     "matplotlib",
     "openai",
     "pyyaml",
