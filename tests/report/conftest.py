@@ -4,6 +4,7 @@ be worked out on paper (see ``SCENARIO``)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,17 @@ def write_trial(
     }
     trial_dir.mkdir(parents=True)
     (trial_dir / "result.json").write_text(json.dumps(result))
+
+
+def markdown_rows(text: str) -> list[list[str]]:
+    """The cells of every row of the pipe tables in ``text`` (header rows included,
+    separator rows not), each stripped; an escaped ``\\|`` stays inside its cell."""
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("|") or set(line) <= set("|:- "):
+            continue
+        rows.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])])
+    return rows
 
 
 def write_scenario(results: Path, scenario=SCENARIO) -> list[Path]:

@@ -7,6 +7,7 @@ import io
 
 import pytest
 
+from tests.report.conftest import markdown_rows
 from tmax.report.tables import (
     NOT_REPORTED,
     Cell,
@@ -76,12 +77,13 @@ def small_table() -> Table:
 
 def test_missing_cells_say_not_run_in_every_format_never_blank_or_zero() -> None:
     table = small_table()
-    markdown = to_markdown(table)
-    assert "| Qwen3.5-9B | 50.0 ± 23.6 (n=3×2, 1 infra) | not run |" in markdown
-    assert "| tiny | not run | 0.0 ± 0.0 (n=3×2) |" in markdown
-    for line in markdown.splitlines():
-        if line.startswith("| ") and "---" not in line:
-            assert all(part.strip() for part in line.strip("|").split("|")), line
+    rows = markdown_rows(to_markdown(table))
+    assert rows == [
+        ["model", "TB-Lite · base", "TB-Lite · TMAX"],
+        ["Qwen3.5-9B", "50.0 ± 23.6 (n=3×2, 1 infra)", "not run"],
+        ["tiny", "not run", "0.0 ± 0.0 (n=3×2)"],
+    ]
+    assert all(cell for row in rows for cell in row)
     records = list(csv.DictReader(io.StringIO(to_csv(table))))
     assert len(records) == 4
     missing = [r for r in records if r["missing"]]
@@ -90,7 +92,29 @@ def test_missing_cells_say_not_run_in_every_format_never_blank_or_zero() -> None
         ("tiny", "tb-lite/base", "not run", ""),
     ]
     latex = to_latex(table)
-    assert "not run" in latex
+    assert r"Qwen3.5-9B & 50.0 ± 23.6 {\scriptsize (n=3×2, 1 infra)} & not run \\" in latex
+    assert r"tiny & not run & 0.0 ± 0.0 {\scriptsize (n=3×2)} \\" in latex
+
+
+def test_every_format_keeps_the_title_and_the_notes() -> None:
+    table = small_table()
+    table.notes = ["pass@1 in %.", "statistics: paper."]
+    markdown = to_markdown(table)
+    assert markdown.startswith("## Cross-size\n\n| model")
+    assert markdown.endswith("\n\n- pass@1 in %.\n- statistics: paper.\n")
+    latex = to_latex(table)
+    assert latex.startswith("% Cross-size\n\\begin{tabular}{lcc}\n\\toprule\n")
+    assert latex.endswith("\\bottomrule\n\\end{tabular}\n% pass@1 in %.\n% statistics: paper.\n")
+    # the CSV names the convention on every line instead
+    table.statistics = "paper"
+    assert {r["statistics"] for r in csv.DictReader(io.StringIO(to_csv(table)))} == {"paper"}
+
+
+def test_a_pipe_in_a_markdown_cell_does_not_split_it() -> None:
+    table = small_table()
+    table.labels["tiny"] = "tiny | 1.4M"
+    (row,) = [r for r in markdown_rows(to_markdown(table)) if r[0].startswith("tiny")]
+    assert row == [r"tiny \| 1.4M", "not run", "0.0 ± 0.0 (n=3×2)"]
 
 
 def test_csv_keeps_n_infra_and_sources_per_cell() -> None:
@@ -101,13 +125,16 @@ def test_csv_keeps_n_infra_and_sources_per_cell() -> None:
     assert first["sources"] == "eval/x"
 
 
-def test_latex_escapes_and_writes_plus_minus() -> None:
+def test_latex_is_booktabs_and_escapes_specials() -> None:
     table = small_table()
     table.labels["tiny"] = "tiny_model 100%"
     latex = to_latex(table)
-    assert r"50.0 $\pm$ 23.6 {\scriptsize (n=3$\times$2, 1 infra)}" in latex
+    assert r"50.0 ± 23.6 {\scriptsize (n=3×2, 1 infra)}" in latex
     assert r"tiny\_model 100\%" in latex
-    assert r"TB-Lite $\cdot$ TMAX" in latex
+    assert r"model & TB-Lite · base & TB-Lite · TMAX \\" in latex
+    assert [line for line in latex.splitlines() if line.endswith("rule")] == [
+        r"\toprule", r"\midrule", r"\bottomrule",
+    ]  # fmt: skip
     assert latex.count(r"\\") == 3  # header + two rows
 
 

@@ -1,4 +1,5 @@
-"""The table model behind every rebuilt paper table, and its three renderings.
+"""The table model behind every rebuilt paper table, and its three renderings
+(Markdown, CSV and booktabs LaTeX, each written by pandas).
 
 A :class:`Table` is a grid of :class:`Cell` values. A cell keeps what a reader needs
 to trust it: the value, its spread over runs, how many tasks and runs it averages
@@ -13,13 +14,14 @@ Python's round-half-to-even on binary floats.
 
 from __future__ import annotations
 
-import csv
-import io
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from tmax.io import write_text
 
@@ -103,6 +105,23 @@ def missing(reason: str = NOT_RUN) -> Cell:
     return Cell(missing=reason)
 
 
+LONG_FORM = {
+    "table": "string",
+    "row": "string",
+    "column": "string",
+    "text": "string",
+    "value": "Float64",
+    "std": "Float64",
+    "n_tasks": "Int64",
+    "n_runs": "Int64",
+    "n_infra": "Int64",
+    "missing": "string",
+    "sources": "string",
+    "statistics": "string",
+}
+"""The CSV's columns and their types; an absent value, std or count is an empty field."""
+
+
 @dataclass
 class Table:
     """A titled grid: ``cells[(row, column)]``; absent keys read as ``default``.
@@ -133,8 +152,18 @@ class Table:
             return self.labels[key]
         return " · ".join(self.labels.get(part, part) for part in key.split("/"))
 
-    def to_records(self) -> list[dict[str, Any]]:
-        """One flat record per cell (the CSV's rows), in row-major order."""
+    def to_frame(self) -> pd.DataFrame:
+        """The grid as printed: the corner column of row names, then one column per
+        column name, each cell its text (value ± std (n, infra), or why it is missing)."""
+        columns = [self.corner] + [self.label(c) for c in self.columns]
+        data = [
+            [self.label(row)] + [self.cell(row, c).text for c in self.columns] for row in self.rows
+        ]
+        return pd.DataFrame(data, columns=columns, dtype="string")
+
+    def to_long_frame(self) -> pd.DataFrame:
+        """One line per cell in row-major order (the CSV): the printed number, value and
+        std as rounded, n, infrastructure errors, why a value is missing, its sources."""
         records = []
         for row in self.rows:
             for column in self.columns:
@@ -145,17 +174,18 @@ class Table:
                         "row": row,
                         "column": column,
                         "text": cell.number,
-                        "value": "" if cell.value is None else cell.rounded,
-                        "std": "" if cell.std is None else round_half_up(cell.std, cell.digits),
-                        "n_tasks": "" if cell.n_tasks is None else cell.n_tasks,
-                        "n_runs": "" if cell.n_runs is None else cell.n_runs,
-                        "n_infra": "" if cell.n_infra is None else cell.n_infra,
+                        "value": cell.rounded,
+                        "std": None if cell.std is None else round_half_up(cell.std, cell.digits),
+                        "n_tasks": cell.n_tasks,
+                        "n_runs": cell.n_runs,
+                        "n_infra": cell.n_infra,
                         "missing": cell.missing or "",
                         "sources": ";".join(cell.sources),
                         "statistics": self.statistics,
                     }
                 )
-        return records
+        frame = pd.DataFrame.from_records(records, columns=list(LONG_FORM))
+        return frame.astype(LONG_FORM)
 
 
 def ordered_union(*groups: Iterable[str]) -> list[str]:
@@ -169,93 +199,35 @@ def ordered_union(*groups: Iterable[str]) -> list[str]:
 
 # --- renderers ---------------------------------------------------------------------------
 
+_SAMPLE = re.compile(r" \((n=[^()]*)\)$")
+"""A cell text's trailing sample, "(n=tasks×runs, infra)" (:attr:`Cell.sample`)."""
+
 
 def to_markdown(table: Table) -> str:
-    header = [table.corner] + [table.label(c) for c in table.columns]
-    lines = [f"## {table.title}", ""]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
-    for row in table.rows:
-        cells = [table.label(row)] + [table.cell(row, c).text for c in table.columns]
-        lines.append("| " + " | ".join(_markdown_escape(c) for c in cells) + " |")
+    """The title, a pipe table and the notes as a list."""
+    cells = table.to_frame().replace(r"\|", r"\\|", regex=True)  # a "|" would end the cell
+    lines = [f"## {table.title}", "", cells.to_markdown(index=False, disable_numparse=True)]
     if table.notes:
-        lines.append("")
-        lines += [f"- {note}" for note in table.notes]
+        lines += ["", *[f"- {note}" for note in table.notes]]
     return "\n".join(lines) + "\n"
-
-
-def _markdown_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-CSV_FIELDS = (
-    "table",
-    "row",
-    "column",
-    "text",
-    "value",
-    "std",
-    "n_tasks",
-    "n_runs",
-    "n_infra",
-    "missing",
-    "sources",
-    "statistics",
-)
 
 
 def to_csv(table: Table) -> str:
     """Long form, one line per cell, so every cell keeps its n and its sources."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(table.to_records())
-    return buffer.getvalue()
-
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "±": r"$\pm$",
-    "×": r"$\times$",
-    "·": r"$\cdot$",
-}
-
-
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(char, char) for char in text)
+    return table.to_long_frame().to_csv(index=False, lineterminator="\n")
 
 
 def to_latex(table: Table) -> str:
-    """A booktabs ``tabular``; the sample size goes under the number in small type."""
-    spec = "l" + "c" * len(table.columns)
-    header = [table.corner] + [table.label(c) for c in table.columns]
-    lines = [
-        f"% {table.title}",
-        f"\\begin{{tabular}}{{{spec}}}",
-        "\\toprule",
-        " & ".join(latex_escape(h) for h in header) + " \\\\",
-        "\\midrule",
-    ]
-    for row in table.rows:
-        cells = [latex_escape(table.label(row))]
-        for column in table.columns:
-            cell = table.cell(row, column)
-            text = latex_escape(cell.number)
-            if cell.sample:
-                text += f" {{\\scriptsize ({latex_escape(cell.sample)})}}"
-            cells.append(text)
-        lines.append(" & ".join(cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    lines += [f"% {note}" for note in table.notes]
+    """A booktabs ``tabular``; the sample size goes after the number in small type.
+    The title and the notes are comments above and below it."""
+    styler = (
+        table.to_frame()
+        .style.hide(axis="index")
+        .format(lambda text: _SAMPLE.sub(r" {\\scriptsize (\1)}", text), escape="latex")
+        .format_index(escape="latex", axis="columns")
+    )
+    body = styler.to_latex(hrules=True, column_format="l" + "c" * len(table.columns))
+    lines = [f"% {table.title}", body.rstrip("\n"), *[f"% {note}" for note in table.notes]]
     return "\n".join(lines) + "\n"
 
 
