@@ -1,6 +1,8 @@
 # Stage 7 (paper §5): the paper's tables and figures rebuilt from this run's outputs,
-# the published numbers beside them, and the provenance of each. Tables recompute
-# pass@1 from the trials themselves under report.statistics (default: the paper's).
+# the published numbers beside them, and the provenance of each; the trials and the RL
+# steps behind them as tidy tables for pandas (evaluations.parquet, training.parquet).
+# Tables recompute pass@1 from the trials themselves under report.statistics (default:
+# the paper's).
 
 from tmax.report.stage import figure_files, table_files  # noqa: E402
 from tmax.report.tables import packaged_paper_values_path  # noqa: E402
@@ -33,6 +35,7 @@ rule report_tables:
             for path in REPORT_TABLES
         ],
         combined="results/report/tables.md",
+        evaluations="results/report/evaluations.parquet",
     log:
         "results/logs/report/tables.log",
     conda:
@@ -66,6 +69,7 @@ rule report_figures:
             for path in REPORT_FIGURES
         ],
         REPORT_FIGURES_PDF,
+        training="results/report/training.parquet",
     log:
         "results/logs/report/figures.log",
     conda:
@@ -85,7 +89,13 @@ rule report_provenance:
     runs. Its inputs change whenever a result does; a config edit that changes no
     result (concurrency, layout, timeouts) reruns nothing, this job included."""
     input:
-        results=REPORT_TABLES + REPORT_FIGURES + REPORT_FIGURES_PDF,
+        results=REPORT_TABLES
+        + REPORT_FIGURES
+        + REPORT_FIGURES_PDF
+        + [
+            rules.report_tables.output.evaluations,
+            rules.report_figures.output.training,
+        ],
         inputs=rules.report_tables.input.runs
         + rules.report_figures.input.curves
         + [

@@ -25,4 +25,5 @@ write_report_tables(
     datasets_root=Path("results/datasets"),
     ablations=snakemake.params.ablations,
     statistics=snakemake.params.statistics,
+    evaluations=Path(snakemake.output.evaluations),
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.report.conftest import markdown_rows, write_data_reports, write_scenario
@@ -55,10 +56,19 @@ def test_report_rules_build_tables_figures_provenance_and_html(tmp_path: Path) -
         for fmt in ("png", "pdf"):
             assert (results / "report" / "figures" / f"{name}.{fmt}").stat().st_size > 0
 
+    # the tidy tables: one row per trial (2 settings × 2 tasks × 2 runs), per RL step
+    trials = pd.read_parquet(results / "report" / "evaluations.parquet")
+    assert len(trials) == 8 and trials["infra_error"].sum() == 1
+    steps = pd.read_parquet(results / "report" / "training.parquet")
+    assert steps[["model", "variant", "step"]].values.tolist() == [
+        ["tiny-qwen3", "tmax", step] for step in (1, 2, 3)
+    ]
+
     record = json.loads((results / "report" / "provenance.json").read_text())
     assert len(record["config_hash"]) == 16
     assert "git" in record and "packages" in record
     assert "results/report/tables/cross_size.csv" in record["results"]
+    assert "results/report/evaluations.parquet" in record["results"]
     assert "results/eval/tiny-qwen3-sft/heldout/tmax/run0.json" in record["inputs"]
 
     snakemake(workdir, "--report", "results/report.html")

@@ -3,7 +3,8 @@
 ``write_report_tables`` reads trials (this workflow's run files or Harbor job
 folders), builds every table of :mod:`tmax.report.build` and writes, per table,
 ``<name>.<format>`` and ``<name>_vs_paper.<format>``, plus one Markdown page with
-them all (``tables.md``). Every pass@1 follows one statistics convention
+them all (``tables.md``) and, in the workflow, the trials as a tidy table
+(``evaluations.parquet``). Every pass@1 follows one statistics convention
 (``report.statistics``; the paper's by default), named in each table's notes.
 """
 
@@ -21,6 +22,7 @@ from tmax.io import write_text
 from tmax.report.build import PAPER_TABLES, TABLE_NAMES, build_tables
 from tmax.report.ingest import measure, read_dataset_reports
 from tmax.report.tables import FORMATS, compare, load_paper_values, to_markdown, write_table
+from tmax.report.tidy import write_evaluations
 
 log = logging.getLogger("tmax.report")
 
@@ -69,6 +71,7 @@ def write_report_tables(
     datasets_root: Path = Path("results/datasets"),
     ablations: Mapping[str, Mapping[str, Any]] | None = None,
     statistics: str = DEFAULT_STATISTICS,
+    evaluations: Path | None = None,
 ) -> list[Path]:
     """Write every table and its comparison with the paper; returns the paths.
 
@@ -79,9 +82,13 @@ def write_report_tables(
     ``datasets`` names the prior datasets whose measurements under
     ``datasets_root/<name>/`` become rows of the dataset comparison; ``ablations``
     (model -> {dataset, base}) names the models trained on a prior dataset, whose
-    evaluations fill the dataset ablation's rows.
+    evaluations fill the dataset ablation's rows. ``evaluations``, when given, is where
+    the trials go as a tidy table, one row each (:func:`tmax.report.tidy.write_evaluations`).
     """
     paper = load_paper_values(paper_values)
+    paths: list[Path] = []
+    if evaluations is not None:
+        paths.append(write_evaluations(evaluations, records))
     measurements = measure(records, statistics=statistics)
     tables = build_tables(
         measurements,
@@ -94,7 +101,6 @@ def write_report_tables(
         ablations=ablations,
     )
     views = list(tables.values()) + [compare(tables[name], paper) for name in PAPER_TABLES]
-    paths: list[Path] = []
     for table in views:
         paths += write_table(table, out_dir, formats)
     if combined is not None:
