@@ -259,7 +259,7 @@ def trained_model_gate(wildcards):
 def sft_params(name):
     """What the SFT warm-up depends on (so changing an RL-only knob keeps it)."""
     rl = rl_config(name)
-    return {key: rl[key] for key in ("sft", "max_train_tasks", "max_tool_calls")}
+    return {key: rl[key] for key in ("sft", "max_tool_calls")}
 
 
 def rl_start_model(wildcards):

@@ -16,6 +16,7 @@ from tmax.rl.sft import (
     _masked_loss,
     _padded,
     _prefix_shared_loss,
+    expert_command,
     run_sft,
     shared_prefix,
     solution_conversation,
@@ -39,6 +40,25 @@ def test_an_expert_episode_is_a_harness_episode() -> None:
     assert observation["content"].endswith("(exit_code=0)")
     command = json.loads(submit["tool_calls"][0]["function"]["arguments"])["command"]
     assert is_submission(command, "")
+
+
+@pytest.mark.parametrize(
+    ("solution", "command"),
+    [
+        ("#!/bin/bash\nset -euo pipefail\nwc -l < a > b\n", "wc -l < a > b"),
+        ("#!/usr/bin/env bash\nset -e\ncd /app\nmake\n", "cd /app\nmake"),
+        ("wc -l < a > b\n", "wc -l < a > b"),
+        # strict mode later in the script is the script's own business
+        ("#!/bin/bash\ncd /app\nset -e\nmake\n", "cd /app\nset -e\nmake"),
+    ],
+)
+def test_the_expert_types_the_script_body(solution: str, command: str) -> None:
+    """The expert's call is solve.sh without its header: strict mode typed into the
+    harness's shell would outlive the command, and the header is tokens to learn."""
+    assert expert_command(solution) == command
+    messages, _ = solution_conversation("Do it.", solution, HarnessSettings(max_tool_calls=3))
+    call = messages[-3]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(call) == {"command": command}
 
 
 @pytest.mark.usefixtures("one_thread")

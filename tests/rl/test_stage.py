@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tmax.rl.stage import _fresh_run_if_inputs_changed
 from tmax.rl.trainer import RLSettings
@@ -95,3 +96,33 @@ def test_snapshots_hold_the_given_weights_in_the_checkpoint_dtype(tmp_path: Path
     with pytest.raises(ValueError, match=r"unexpected.*extra\.weight"):
         save_weights({**weights, "extra.weight": torch.zeros(1)}, tokenizer,
                      tmp_path / "bf16", tmp_path / "bad")  # fmt: skip
+
+
+def test_sft_takes_its_own_task_count_not_rls(tmp_path: Path, tokenizer: Any) -> None:
+    """SFT learns to read tasks from ``rl.sft.max_tasks`` of them (the shortest
+    solutions first; null: all), however few RL draws from (``rl.max_train_tasks``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tmax.rl.stage import _sft_examples, choose_training_tasks
+
+    rows = [
+        {"task_id": f"t{i}", "instruction": f"Write {i}.",
+         "files": [{"path": "solution/solve.sh", "data": f"echo {'x' * i} > /app/a\n".encode()}]}
+        for i in range(1, 6)
+    ]  # fmt: skip
+    table = tmp_path / "clean_tasks.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), table)
+
+    def sft_tasks(max_tasks: int | None) -> list[str]:
+        sft = {"steps": 1, "learning_rate": 1e-3, "batch_size": 1, "max_tasks": max_tasks}
+        rl = {"max_train_tasks": 1, "max_tool_calls": 3, "sft": sft}
+        chosen, examples = _sft_examples(tokenizer, table, rl=rl, heldout_fraction=0.0, seed=0,
+                                         removed=None)  # fmt: skip
+        assert len(examples) == len(chosen)
+        return [r["task_id"] for r in chosen]
+
+    assert sft_tasks(3) == ["t1", "t2", "t3"]
+    assert sorted(sft_tasks(None)) == ["t1", "t2", "t3", "t4", "t5"]
+    rl_tasks = choose_training_tasks(table, heldout_fraction=0.0, seed=0, limit=1)
+    assert [r["task_id"] for r in rl_tasks] == ["t1"]

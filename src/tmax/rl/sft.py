@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,13 +37,27 @@ def _call(call_id: str, command: str) -> dict[str, Any]:
     }
 
 
+#: Lines a ``solve.sh`` opens with that are about the script file, not the work: the
+#: interpreter line, and strict mode, which in the harness's shell would outlive the
+#: command (a later failing command would end the session).
+SCRIPT_HEADER = re.compile(r"\A(?:#![^\n]*\n)?(?:\s*set -[euxo]+(?: pipefail)?[ \t]*\n)?")
+
+
+def expert_command(solution: str) -> str:
+    """The command an expert types for a reference ``solve.sh``: its body, without the
+    script header (:data:`SCRIPT_HEADER`)."""
+    body = SCRIPT_HEADER.sub("", solution.strip() + "\n", count=1).strip()
+    return body or solution.strip()
+
+
 def solution_conversation(
     instruction: str, solution: str, settings: HarnessSettings
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(messages, tools) of an expert episode that runs the reference solution."""
+    """(messages, tools) of an expert episode that runs the reference solution's
+    commands (:func:`expert_command`)."""
     harness = make_harness("tmax", settings)
     messages = harness.start(instruction, None, Trajectory("tmax", "1", "sft"))  # type: ignore[arg-type]
-    script = solution.strip()
+    script = expert_command(solution)
     # The solution's output is not known without running it: what the harness shows
     # for a command that printed nothing and succeeded.
     observation = format_observation(ExecResult("", 0, 0.0), harness.prompts)

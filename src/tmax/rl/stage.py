@@ -194,11 +194,13 @@ def _sft_examples(
     tokenizer: Any, tasks: Path, *, rl: Mapping[str, Any], heldout_fraction: float, seed: int,
     removed: Path | None,
 ) -> tuple[list[dict[str, Any]], list[tuple[list[int], list[int]]]]:  # fmt: skip
-    """The training tasks with a reference solution and their expert episodes, tokenised."""
+    """The training tasks with a reference solution (at most ``rl.sft.max_tasks``, not
+    RL's ``max_train_tasks``: SFT teaches reading tasks from many, RL may work a few)
+    and their expert episodes, tokenised."""
     from tmax.rl.sft import solution_conversation, tokenize_conversation
 
     rows = training_rows(
-        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
+        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["sft"]["max_tasks"],
         removed=removed, with_solution=True,
     )  # fmt: skip
     settings = harness_settings(rl)
