@@ -301,8 +301,8 @@ class Faults(threading.Thread):
                 owner = json.loads(marker.read_text()).get(LABEL, "")
             except (OSError, json.JSONDecodeError):
                 continue
-            if born < self.started or time.time() - born < 1.0 or not owner.startswith("rl-"):
-                continue  # another test's, or not up long enough to be mid-episode
+            if born < self.started or time.time() - born < 1.0 or not self._ours(owner):
+                continue  # another run's, or not up long enough to be mid-episode
             bwrap = {pid for pid in processes_naming(str(marker.parent / "merged"))
                      if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap"}  # fmt: skip
             for pid in bwrap:
@@ -310,6 +310,18 @@ class Faults(threading.Thread):
             if bwrap:
                 self.sandbox = marker.parent.name
                 return
+
+    def _ours(self, owner: str) -> bool:
+        """A sandbox of this workflow's training (its owner ``rl-<pid>`` works in the
+        workflow's folder), never one of another run on the same machine."""
+        pid = owner.removeprefix("rl-")
+        if pid == owner or not pid.isdigit():
+            return False
+        try:
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:
+            return False
+        return cwd.is_relative_to(self.folder.parents[3])
 
     def _kill_engine_server_1(self) -> None:
         rank0 = self.folder / "logs/rank0.log"
