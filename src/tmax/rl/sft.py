@@ -137,27 +137,39 @@ def _prefix_shared_loss(
     harness's system prompt and tool list: most of a short episode's tokens) run once
     and its keys and values repeated for each example. Same loss and gradients as
     padding every example to full length, for a fraction of the compute."""
+    logits, targets, _ = labelled_logits(model, batch)
+    return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+
+def labelled_logits(
+    model: torch.nn.Module, batch: Sequence[tuple[Sequence[int], Sequence[int]]]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(logits, target ids, row of each) at every labelled position of ``batch``, the
+    prefix every example shares run once (its keys and values repeated per example)."""
     from transformers import DynamicCache
 
     cut = shared_prefix(batch)
-    if cut == 0:
-        return _masked_loss(model, *_padded([(ids, mask) for ids, mask in batch]))
-    prefix = torch.tensor([list(batch[0][0][:cut])])
-    cache = DynamicCache(config=model.config)
-    model.model(input_ids=prefix, cache=cache, use_cache=True)
-    cache.batch_repeat_interleave(len(batch))
     input_ids, attention, labels = _padded([(ids[cut:], mask[cut:]) for ids, mask in batch])
     rows, width = input_ids.shape
-    hidden = model.model(
-        input_ids=input_ids,
-        attention_mask=torch.cat([torch.ones((rows, cut), dtype=attention.dtype), attention], 1),
-        position_ids=torch.arange(cut, cut + width).expand(rows, width),
-        cache=cache, use_cache=True,
-    ).last_hidden_state  # fmt: skip
+    if cut == 0:
+        hidden = model.model(input_ids=input_ids, attention_mask=attention).last_hidden_state
+    else:
+        prefix = torch.tensor([list(batch[0][0][:cut])])
+        cache = DynamicCache(config=model.config)
+        model.model(input_ids=prefix, cache=cache, use_cache=True)
+        cache.batch_repeat_interleave(len(batch))
+        hidden = model.model(
+            input_ids=input_ids,
+            attention_mask=torch.cat([torch.ones((rows, cut), dtype=attention.dtype),
+                                      attention], 1),
+            position_ids=torch.arange(cut, cut + width).expand(rows, width),
+            cache=cache, use_cache=True,
+        ).last_hidden_state  # fmt: skip
     targets = labels[:, 1:]
     keep = targets != -100
     logits = model.get_output_embeddings()(hidden[:, :-1][keep])
-    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
+    row_of = torch.arange(rows)[:, None].expand_as(targets)[keep]
+    return logits, targets[keep], row_of
 
 
 def _padded(

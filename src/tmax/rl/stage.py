@@ -326,10 +326,8 @@ def rl_train(
     from tmax.rl.trainer import RLSettings, write_run_summary
 
     where = placement()
-    rows = training_rows(
-        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["max_train_tasks"],
-        removed=removed,
-    )  # fmt: skip
+    rows, pool = rl_pool(model_dir, tasks, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
+                         threads=threads, removed=removed)  # fmt: skip
     task_ids = [r["task_id"] for r in rows]
     settings = RLSettings.from_config(rl, seed)
     arguments: dict[str, Any] = {
@@ -381,7 +379,37 @@ def rl_train(
         train_rank(**arguments, distributed=where.role == "rank")
     publish_snapshots(run_dir / "snapshots", snapshots,
                       snapshot_steps(settings.steps, rl["select_every"]))  # fmt: skip
-    return write_run_summary(run_dir, curve)
+    return write_run_summary(run_dir, curve, pool=pool)
+
+
+def rl_pool(
+    model_dir: Path,
+    tasks: Path,
+    *,
+    rl: Mapping[str, Any],
+    heldout_fraction: float,
+    seed: int,
+    threads: int = 1,
+    removed: Path | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The tasks RL draws from: at most ``rl.max_train_tasks`` training tasks, chosen as
+    ``rl.train_tasks`` says (:mod:`tmax.rl.pool`); with ``informative``, also what was
+    estimated (the starting policy ``model_dir`` scores every training task once)."""
+    limit = rl["max_train_tasks"]
+    informative = rl["train_tasks"] == "informative" and limit is not None
+    rows = training_rows(
+        tasks, heldout_fraction=heldout_fraction, seed=seed,
+        limit=None if informative else limit, removed=removed,
+    )  # fmt: skip
+    if not informative or len(rows) <= limit:
+        return rows, None
+    from tmax.rl.pool import choose_pool
+
+    torch.set_num_threads(threads)
+    model, tokenizer = _load(Path(model_dir))
+    chosen, ranked = choose_pool(model, tokenizer, rows, rl=rl, limit=limit)
+    return list(chosen), {"choice": "informative", "group_size": rl["group_size"],
+                          "temperature": rl["temperature"], "tasks": ranked}  # fmt: skip
 
 
 def train_rank(

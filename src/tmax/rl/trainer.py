@@ -908,10 +908,15 @@ def _empty_batch() -> dict[str, torch.Tensor]:
     return _collate([Sample("", [0, 0], [0, 0], [0.0, 0.0], 0.0, 0, "", 0, 0, 0)], [0.0])
 
 
-def write_run_summary(run_dir: Path, output: Path) -> dict[str, Any]:
-    """The learning curve as the workflow's declared output."""
+def write_run_summary(
+    run_dir: Path, output: Path, pool: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The learning curve as the workflow's declared output (with ``pool``: how the
+    training tasks were chosen, :func:`tmax.rl.stage.rl_pool`)."""
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     metrics = [json.loads(line) for line in lines if line.strip()]
-    summary = {"steps": len(metrics), "curve": metrics}
+    summary: dict[str, Any] = {"steps": len(metrics), "curve": metrics}
+    if pool is not None:
+        summary["pool"] = dict(pool)
     write_json(output, summary)
     return summary
