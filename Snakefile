@@ -12,6 +12,13 @@ report: "rules/report/workflow.rst"
 
 
 include: "rules/common.smk"
+
+
+# Under `--sdm apptainer` every rule runs in the workflow image (containers/Dockerfile,
+# docs/slurm.md); config key `container`, validated with its default by common.smk.
+container: config["container"]
+
+
 include: "rules/sample.smk"
 include: "rules/images.smk"
 include: "rules/generate.smk"
