@@ -43,7 +43,7 @@ def test_report_statistics_is_validated(tmp_path: Path, capsys: pytest.CaptureFi
 def test_sample_then_balance(root: Path, tmp_path: Path) -> None:
     out = tmp_path / "specs.parquet"
     assert main(["sample", "--config", str(root / "config.yaml"), "--out", str(out)]) == 0
-    assert len(read_specs(out)) == 200
+    assert len(read_specs(out)) == 400
     part = tmp_path / "part.parquet"
     config = str(root / "config.yaml")
     assert (
@@ -60,7 +60,7 @@ def test_sample_then_balance(root: Path, tmp_path: Path) -> None:
         str(tmp_path / "b.md"),
     ]
     assert main(args) == 0
-    assert (tmp_path / "b.md").read_text().startswith("# Spec balance (200 specs)")
+    assert (tmp_path / "b.md").read_text().startswith("# Spec balance (400 specs)")
 
 
 def test_task_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -174,8 +174,8 @@ ROWS: list[Row] = [
     Row("`sampler.verifier_mix` reweighted", "every spec is drawn anew",
         _set("sampler.verifier_mix.exact_text", 0.5),
         planned={
-            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, sample_specs=4, merge_specs=1,
-                            balance_report=1, generate_tasks=4, validate_tasks=4,
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, sample_specs=8, merge_specs=1,
+                            balance_report=1, generate_tasks=8, validate_tasks=8,
                             collect_tasks=1, benchmark_tasks=1),
             PAPER: _jobs(DECONTAM, PAPER_TRAINED, sample_specs=146, merge_specs=1,
                          balance_report=1, generate_tasks=146, validate_tasks=146,
@@ -203,8 +203,8 @@ ROWS: list[Row] = [
         files={"src/tmax/sandbox/definitions/security/Dockerfile":
                lambda text: text + "\n# edited\n"},
         planned={
-            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, domain_image=1, generate_tasks=4,
-                            validate_tasks=4, collect_tasks=1, benchmark_tasks=1),
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, domain_image=1, generate_tasks=8,
+                            validate_tasks=8, collect_tasks=1, benchmark_tasks=1),
             PAPER: _jobs(DECONTAM, PAPER_TRAINED, domain_image=1, generate_tasks=146,
                          validate_tasks=146, collect_tasks=1),
         }),
@@ -213,12 +213,12 @@ ROWS: list[Row] = [
         files={"src/tmax/generate/validate.py": lambda text: text + "\n# edited\n"},
         same_products=True,
         planned={
-            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, validate_tasks=4, collect_tasks=1,
+            EMBEDDED: _jobs(DECONTAM, EMBEDDED_TRAINED, validate_tasks=8, collect_tasks=1,
                             benchmark_tasks=1),
             PAPER: _jobs(DECONTAM, PAPER_TRAINED, validate_tasks=146, collect_tasks=1),
         },
         run={
-            EMBEDDED: _jobs(DECONTAM, validate_tasks=4, collect_tasks=1, benchmark_tasks=1),
+            EMBEDDED: _jobs(DECONTAM, validate_tasks=8, collect_tasks=1, benchmark_tasks=1),
             PAPER: _jobs(DECONTAM, validate_tasks=146, collect_tasks=1),
         }),
     Row("`decontamination.ngram_sizes` [13, 8] → [13]", "8-grams are only reported; "
