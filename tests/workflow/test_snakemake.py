@@ -294,8 +294,8 @@ def test_run_evaluates_the_tiny_model_in_harbor_trials(workflow: Path) -> None:
 
 def test_run_ends_with_the_tables_figures_and_provenance(workflow: Path) -> None:
     report = workflow / "results/report"
-    tables = (report / "tables.md").read_text()
-    assert "| TMAX | not run | not run | " in tables  # paper cells this run did not make
+    tables = re.sub(r" {2,}", " ", (report / "tables.md").read_text())  # pandas pads cells
+    assert "| TMAX tasks generated here | not run | not run | " in tables  # cells not made
     assert "tiny-qwen3-tmax · heldout · tmax" in tables
     assert (report / "tables/cross_size_vs_paper.tex").exists()
     assert (report / "figures/training_curves.pdf").stat().st_size > 0
