@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tmax.generate.diversity import diversity_markdown, task_diversity
 from tmax.generate.llm.reasons import QUARANTINE_REASONS
 from tmax.generate.procedural import GenerationError, render_task
 from tmax.generate.validate import validate_tasks
@@ -127,6 +128,7 @@ def _row(task_dir: Path) -> dict[str, Any]:
         "task_toml": task.config.dumps(),
         "solution_commands": int(generator.get("solution_commands", 0)),
         "files": files,
+        "backend": generator.get("backend", ""),
     }
 
 
@@ -186,6 +188,7 @@ def generation_report(
             for level in ("short", "moderate", "complex", "intricate")
             if (v := by_complexity.get(level))
         },
+        "diversity": task_diversity(rows),
     }
 
 
@@ -232,4 +235,6 @@ def render_report(report: dict[str, Any]) -> str:
             lines += [f"| {axis} | {k} | {v} |" for k, v in sorted(counts.items())]
     lines += ["", "## Families", "", "| family | tasks |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in report["families"].items()]
+    if "diversity" in report:
+        lines += ["", *diversity_markdown(report["diversity"])]
     return "\n".join(lines) + "\n"
