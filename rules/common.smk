@@ -360,9 +360,15 @@ def eval_model_entry(wildcards):
     return {k: v for k, v in entry.items() if k in ("name", "path", "endpoint")}
 
 
-def eval_run_settings():
-    """What one evaluation run depends on (tmax.evaluate.stage.run_settings)."""
-    return run_settings(EVALUATION)
+def eval_run_settings(harness=None):
+    """What one evaluation run depends on (tmax.evaluate.stage.run_settings), with the
+    harness's own task cap (evaluation.harness_max_tasks) when it has one: only its
+    jobs see that number, so changing it reruns nothing else."""
+    settings = run_settings(EVALUATION)
+    cap = EVALUATION["harness_max_tasks"].get(harness)
+    if cap is not None:
+        settings["harness_max_tasks"] = cap
+    return settings
 
 
 def benchmark_inputs(wildcards):

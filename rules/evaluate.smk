@@ -54,7 +54,7 @@ rule evaluate:
     threads: eval_concurrency()
     params:
         model=eval_model_entry,
-        evaluation=eval_run_settings(),
+        evaluation=lambda wildcards: eval_run_settings(wildcards.harness),
         backend=config["sandbox"]["backend"],
     script:
         "../scripts/evaluate.py"

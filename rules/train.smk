@@ -133,7 +133,9 @@ rule evaluate_snapshot:
     params:
         model=lambda wildcards: {"name": f"{wildcards.model}-tmax-step{wildcards.step}"},
         harness=lambda wildcards: rl_config(wildcards.model)["select_harness"],
-        evaluation=eval_run_settings(),
+        evaluation=lambda wildcards: eval_run_settings(
+            rl_config(wildcards.model)["select_harness"]
+        ),
         backend=config["sandbox"]["backend"],
     script:
         "../scripts/evaluate.py"

@@ -303,6 +303,18 @@ def test_run_ends_with_the_tables_figures_and_provenance(workflow: Path) -> None
     assert "results/rl/tiny-qwen3/curve.json" in provenance["inputs"]
 
 
+def test_a_harness_task_cap_reruns_only_that_harness(workflow: Path) -> None:
+    """evaluation.harness_max_tasks reaches only the named harness's jobs (planned: the
+    rerun itself is evaluate_run's, tested in tests/evaluate/test_stage.py)."""
+    edit_config(workflow, lambda c: c["evaluation"].update(harness_max_tasks={"terminus-2": 1}))
+    assert planned_jobs(workflow) == {}  # terminus-2 is not evaluated here
+    edit_config(workflow, lambda c: c["evaluation"].update(harness_max_tasks={"tmax": 1}))
+    assert planned_jobs(workflow) == {
+        "evaluate": 2, "eval_metrics": 2, "eval_summary": 1, "report_tables": 1,
+        "report_provenance": 1, "all": 1,
+    }  # fmt: skip
+
+
 def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
     before = (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns
     edit_config(workflow, lambda c: c["sampler"].update(n_specs=35))

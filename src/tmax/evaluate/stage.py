@@ -16,20 +16,32 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tmax.evaluate.runner import plan_trials, run_trials
 from tmax.evaluate.trial import task_checksum
 from tmax.harness import HarnessSettings
 from tmax.io import write_json
 
+T = TypeVar("T")
+
 log = logging.getLogger("tmax.evaluate")
 
 
 # --- 1. benchmarks ------------------------------------------------------------------
+
+
+def stable_subset(items: Sequence[T], limit: int | None, *, name: Callable[[T], str]) -> list[T]:
+    """At most ``limit`` of ``items`` (all of them for None), chosen by a hash of each
+    one's name and returned in name order: raising the limit only adds items, and the
+    choice does not depend on the order they came in."""
+    if limit is None or limit >= len(items):
+        return sorted(items, key=name)
+    chosen = sorted(items, key=lambda item: hashlib.sha256(name(item).encode()).hexdigest())
+    return sorted(chosen[:limit], key=name)
 
 
 def prepare_benchmark(
@@ -71,9 +83,7 @@ def prepare_benchmark(
     )
     tasks = sorted(task_set.tasks, key=lambda p: p.name)
     if name != "heldout" and max_tasks is not None:
-        # A stable subset: ordered by a hash of the name, so raising the cap only adds.
-        tasks = sorted(tasks, key=lambda p: hashlib.sha256(p.name.encode()).hexdigest())
-        tasks = sorted(tasks[:max_tasks], key=lambda p: p.name)
+        tasks = stable_subset(tasks, max_tasks, name=lambda p: p.name)
     # Each task's content hash: a rewritten list equal to the last one means the same
     # tasks, so the workflow can keep the evaluations that read it (rules/common.smk).
     manifest = {
@@ -197,11 +207,18 @@ def evaluate_run(
     from tmax.sandbox.episode import sandbox_for_task
 
     manifest = json.loads(manifest_path.read_text())
+    # This harness's cap (evaluation.harness_max_tasks, which rules/common.smk resolves
+    # to one number for this harness's jobs only)
+    cap = evaluation.get("harness_max_tasks")
+    tasks = stable_subset(manifest["tasks"], cap, name=lambda t: t["name"])
+    if len(tasks) < len(manifest["tasks"]):
+        log.info("%s: %d of the benchmark's %d task(s) (evaluation.harness_max_tasks)",
+                 harness, len(tasks), len(manifest["tasks"]))  # fmt: skip
     settings = settings_from_config(evaluation)
     network = evaluation.get("network", "harbor")
     root = trials_dir(output.parent, settings, model, backend, network)
     specs = plan_trials(
-        ((Path(t["path"]), t["name"], t.get("domain")) for t in manifest["tasks"]),
+        ((Path(t["path"]), t["name"], t.get("domain")) for t in tasks),
         model=model["name"],
         benchmark=manifest["benchmark"],
         harness=harness,
