@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.generate.test_procedural import spec_for
+from tmax.config import load_config
 from tmax.generate.families.easy import EASY_FAMILIES, OPERATIONS, VOCABULARY
-from tmax.generate.family import FAMILIES, LEVELS
-from tmax.generate.procedural import GenerationError, choose_family, render_task
+from tmax.generate.family import FAMILIES, LEVELS, RenderContext
+from tmax.generate.procedural import GenerationError, _rng, choose_family, render_task
 from tmax.generate.validate import check_task
 from tmax.tasks import write_task
-from tmax.taxonomy import TaskSpec
+from tmax.taxonomy import SamplerSettings, TaskSpec, load_taxonomy, sample_specs
 
+ROOT = Path(__file__).resolve().parents[2]
 EASY = EASY_FAMILIES[0]
 VERBS = {"echo", "wc", "sort", "head", "tail", "grep", "cp", "mkdir"}
 
@@ -62,9 +64,33 @@ def test_the_tier_chooses_the_family_and_records_what_it_cannot_honour() -> None
     assert task.meta is not None and task.meta.generator["family"] == EASY.name
     assert task.meta.generator["realised"]["command_complexity"] == "bash_only"
     assert task.meta.axes["command_complexity"] == "bash_code"  # the spec as drawn
+    assert "persona" not in task.meta.generator["realised"]  # kept as drawn (personas.yaml)
     assert task.instruction.startswith("I'm a platform engineer")
     with pytest.raises(GenerationError, match="unknown generation tier 'tiny'"):
         choose_family(spec, seed=1, tier="tiny")
+
+
+def test_instructions_are_byte_identical_to_those_the_default_was_measured_on() -> None:
+    """The easy tier opens with the spec's persona as drawn (personas.yaml: as_drawn),
+    exactly as before personas were fitted to families: the embedded default's learning
+    benchmark was measured on these texts."""
+    config = load_config(ROOT / "config.yaml")
+    assert config["generation"]["tier"] == "easy"
+    taxonomy = load_taxonomy(config.get("taxonomy"))
+    specs = sample_specs(taxonomy, SamplerSettings.from_config(config, taxonomy), 0, 300)
+    for spec in specs:
+        task = render_task(spec, config["seed"], tier="easy")
+        family, realised = choose_family(spec, config["seed"], tier="easy")
+        draft = family.render(RenderContext(
+            spec=spec, rng=_rng(spec, config["seed"], family.name),
+            verifier_kind=realised.get("verifier_kind", spec.verifier_kind),
+            fixture_kind=realised.get("fixture_kind", spec.fixture_kind),
+            language=realised.get("language", spec.language),
+        ))  # fmt: skip
+        persona = spec.persona.rstrip(".")  # the opening as it was built before
+        old = "I'm " + persona[0].lower() + persona[1:] + ".\n\n" + draft.instruction.strip() + "\n"
+        assert task.instruction == old, spec.spec_id
+        assert task.meta is not None and "persona" not in task.meta.generator["realised"]
 
 
 def test_same_spec_and_seed_give_the_same_task(tmp_path: Path) -> None:

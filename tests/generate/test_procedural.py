@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tmax.generate.family import CODE_LANGUAGES, FAMILIES, LEVELS, Family
+from tmax.generate.personas import persona_fits
 from tmax.generate.procedural import (
     choose_family,
     count_commands,
@@ -95,7 +96,9 @@ def test_family_renders_valid_deterministic_tasks(family: Family, tmp_path: Path
         assert task_digest(first) == task_digest(second), spec
         loaded = read_task(first)
         assert loaded.meta is not None and loaded.meta.generator["family"] == family.name
-        assert loaded.instruction.startswith("I'm a platform engineer")
+        persona = loaded.meta.generator["realised"]["persona"]  # the spec's fits no family
+        assert persona_fits(family.name, persona)
+        assert loaded.instruction.startswith(f"I'm {persona[0].lower()}{persona[1:-1]}.\n\n")
         assert "/app" in loaded.instruction
         if spec.command_complexity != "bash_only":
             assert loaded.meta.generator.get("realised", {}).get("command_complexity") is None

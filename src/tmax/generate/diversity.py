@@ -25,8 +25,8 @@ the exported rows (``tmax.generate.stage._row``), per domain and over all tasks:
   ``primitive_skills`` axis as ``tmax.json`` records it (``axes.primitive_skills``,
   a row column); no generator records which skills a task actually exercises (the
   procedural families do not read the axis, and ``realised`` lists only the verifier,
-  fixture, command complexity and language), so the combinations are an upper bound
-  on the skill diversity of the tasks.
+  fixture, command complexity, language and persona), so the combinations are an
+  upper bound on the skill diversity of the tasks.
 
 Words are ``[a-z0-9]+`` runs of the lowercased text, the definition the
 decontamination stage uses for its n-grams.

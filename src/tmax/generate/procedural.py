@@ -17,6 +17,7 @@ from typing import Any
 from tmax.generate import families as _families  # noqa: F401  (registers the families)
 from tmax.generate.families.easy import EASY_FAMILIES
 from tmax.generate.family import CODE_LANGUAGES, FAMILIES, Draft, Family, RenderContext
+from tmax.generate.personas import fitting_persona
 from tmax.sandbox.images import domain_definition
 from tmax.tasks import Task, TaskConfig, TaskFile, TaskMeta
 from tmax.taxonomy import TaskSpec
@@ -75,7 +76,9 @@ def choose_family(
     (among the ``tier``'s families: :data:`TIERS`).
 
     Returns the family and the axes it realises differently from the spec (empty
-    when it matches); those are recorded in ``tmax.json`` and the report.
+    when it matches); those are recorded in ``tmax.json`` and the report. The persona
+    is one of them when the spec's does not fit the family's story
+    (:mod:`tmax.generate.personas`).
     """
     if tier not in TIERS:
         raise GenerationError(f"unknown generation tier {tier!r}; use one of {TIERS}")
@@ -111,11 +114,14 @@ def choose_family(
         language = next(lang for lang in CODE_LANGUAGES if lang in family.languages)
     if language != spec.language:
         realised["language"] = language
+    persona = fitting_persona(family.name, spec)
+    if persona != spec.persona:
+        realised["persona"] = persona
     return family, realised
 
 
-def _instruction(spec: TaskSpec, body: str) -> str:
-    persona = spec.persona.rstrip(".")
+def _instruction(persona: str, body: str) -> str:
+    persona = persona.rstrip(".")
     persona = persona[0].lower() + persona[1:] if persona else persona
     return f"I'm {persona}.\n\n{body.strip()}\n"
 
@@ -184,7 +190,7 @@ def render_task(
     )
     return Task(
         name=spec.spec_id,
-        instruction=_instruction(spec, draft.instruction),
+        instruction=_instruction(realised.get("persona", spec.persona), draft.instruction),
         config=config,
         environment=environment,
         tests=tests,

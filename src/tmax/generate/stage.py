@@ -162,9 +162,13 @@ def generation_report(
                  "fixture_kind", "verifier_kind"):  # fmt: skip
         axes[axis] = dict(sorted(Counter(r[axis] for r in rows).items()))
     realised: dict[str, Counter[str]] = defaultdict(Counter)
+    personas_replaced: Counter[str] = Counter()
     for row in rows:
         for axis, value in json.loads(row["realised"]).items():
-            realised[axis][value] += 1
+            if axis == "persona":  # a sentence, not a category: counted per family instead
+                personas_replaced[row["family"]] += 1
+            else:
+                realised[axis][value] += 1
     by_complexity: dict[str, list[int]] = defaultdict(list)
     for row in rows:
         by_complexity[row["task_complexity"]].append(row["solution_commands"])
@@ -182,6 +186,7 @@ def generation_report(
         },
         "axes": axes,
         "realised_differently": {axis: dict(c) for axis, c in realised.items()},
+        "personas_replaced": dict(sorted(personas_replaced.items())),
         "families": dict(sorted(Counter(r["family"] for r in rows).items())),
         "solution_commands": {
             level: {"mean": round(statistics.mean(v), 2), "min": min(v), "max": max(v)}
@@ -233,6 +238,10 @@ def render_report(report: dict[str, Any]) -> str:
         lines += ["| axis | realised as | tasks |", "|---|---|---:|"]
         for axis, counts in report["realised_differently"].items():
             lines += [f"| {axis} | {k} | {v} |" for k, v in sorted(counts.items())]
+    if report.get("personas_replaced"):
+        lines += ["", "## Personas replaced to fit the family's task", ""]
+        lines += ["| family | tasks |", "|---|---:|"]
+        lines += [f"| {k} | {v} |" for k, v in report["personas_replaced"].items()]
     lines += ["", "## Families", "", "| family | tasks |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in report["families"].items()]
     if "diversity" in report:
