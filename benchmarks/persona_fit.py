@@ -12,17 +12,12 @@ persona) and after (the one the task opens with), then one JSON line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import Counter
 from pathlib import Path
 
-from rich.progress import track
-
-from tmax.config import load_config
-from tmax.generate.procedural import render_task
-from tmax.taxonomy import SamplerSettings, load_taxonomy, sample_specs
+from task_sample import sample_from, sample_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,26 +28,18 @@ def _opening(persona: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="tasks to generate")
-    parser.add_argument("--seed", type=int, default=None, help="default: the config's seed")
-    parser.add_argument("--config", type=Path, default=ROOT / "configs/paper.yaml")
+    parser = sample_parser(__doc__)
     parser.add_argument("--examples", type=int, default=5, help="before/after pairs to show")
     args = parser.parse_args()
-    config = load_config(args.config)
-    seed = config["seed"] if args.seed is None else args.seed
-    taxonomy = load_taxonomy(config.get("taxonomy"))
-    settings = SamplerSettings.from_config(config, taxonomy)
-    tier = config.get("generation", {}).get("tier", "full")
+    sample = sample_from(args)
+    seed, tier = sample.seed, sample.tier
 
     start = time.perf_counter()
-    specs = sample_specs(taxonomy, settings, 0, args.n)
     tasks: Counter[str] = Counter()
     replaced: Counter[str] = Counter()
     examples: list[tuple[str, str, str, str]] = []
     seen_families: set[str] = set()
-    for spec in track(specs, description="generating tasks"):
-        task = render_task(spec, seed, tier=tier)
+    for spec, task in sample.tasks():
         assert task.meta is not None
         family = task.meta.generator["family"]
         tasks[family] += 1

@@ -11,45 +11,27 @@ report's Markdown table, then one JSON line, then the seconds each step took.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
 from pathlib import Path
 
-from rich.progress import track
+from task_sample import sample_from, sample_parser
 
-from tmax.config import load_config
 from tmax.generate.diversity import diversity_markdown, task_diversity
-from tmax.generate.procedural import render_task
 from tmax.generate.stage import _row  # the exported row, exactly as collect() builds it
 from tmax.tasks import write_task
-from tmax.taxonomy import SamplerSettings, load_taxonomy, sample_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=2000, help="tasks to generate")
-    parser.add_argument("--seed", type=int, default=None, help="default: the config's seed")
-    parser.add_argument("--config", type=Path, default=ROOT / "configs/paper.yaml")
-    args = parser.parse_args()
-    config = load_config(args.config)
-    if args.seed is not None:
-        config["seed"] = args.seed
-    taxonomy = load_taxonomy(config.get("taxonomy"))
-    settings = SamplerSettings.from_config(config, taxonomy)
-    tier = config.get("generation", {}).get("tier", "full")
+    sample = sample_from(sample_parser(__doc__).parse_args())
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
-    specs = sample_specs(taxonomy, settings, 0, args.n)
     with tempfile.TemporaryDirectory() as tmp:
-        task_dirs = [
-            write_task(render_task(spec, config["seed"], tier=tier), tmp)
-            for spec in track(specs, description="generating tasks")
-        ]
+        task_dirs = [write_task(task, tmp) for _, task in sample.tasks()]
         seconds["generate"] = time.perf_counter() - start
         start = time.perf_counter()
         rows = [_row(task_dir) for task_dir in task_dirs]
@@ -58,11 +40,10 @@ def main() -> None:
     diversity = task_diversity(rows)
     seconds["diversity"] = time.perf_counter() - start
 
-    print(f"{len(rows)} procedural tasks from {args.config.name}, seed {config['seed']}, "
-          f"tier {tier}\n")  # fmt: skip
+    print(sample.header() + "\n")
     print("\n".join(diversity_markdown(diversity)))
     print()
-    print(json.dumps({"n": len(rows), "seed": config["seed"], "tier": tier,
+    print(json.dumps({"n": len(rows), "seed": sample.seed, "tier": sample.tier,
                       "seconds": {k: round(v, 2) for k, v in seconds.items()},
                       "diversity": diversity}, sort_keys=True))  # fmt: skip
     print("\nseconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from tmax.generate.audit import TEST_FUNCTIONS, Rule, Units
 from tmax.taxonomy import TaskSpec
 
 LEVELS = {"short": 1, "moderate": 2, "complex": 3, "intricate": 4}
@@ -99,6 +100,11 @@ class Family(ABC):
     languages: ClassVar[frozenset[str]] = frozenset(CODE_LANGUAGES)
     services: ClassVar[bool] = False
     """Whether the family can make the solution run a service (bash_code_services)."""
+    rules: ClassVar[tuple[Rule, ...]] = ()
+    """The rules its instructions state and its tests check, per level
+    (:mod:`tmax.generate.audit`); none declared: the family is not audited."""
+    units: ClassVar[Units] = TEST_FUNCTIONS
+    """What counts as one check in its tests (the audit's ``tested but not stated``)."""
 
     @abstractmethod
     def render(self, ctx: RenderContext) -> Draft:

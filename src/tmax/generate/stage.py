@@ -13,7 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tmax.generate.audit import audit_rendered
 from tmax.generate.diversity import diversity_markdown, task_diversity
+from tmax.generate.family import LEVELS
 from tmax.generate.llm.reasons import QUARANTINE_REASONS
 from tmax.generate.procedural import GenerationError, render_task
 from tmax.generate.validate import validate_tasks
@@ -143,20 +145,57 @@ def collect(
     """Export the tasks that passed validation and write the generation report."""
     checks = [c for path in validations for c in json.loads(Path(path).read_text())["checks"]]
     passed = {c["task"] for c in checks if c["ok"]}
-    rows = [_row(d) for shard in shard_dirs for d in task_dirs(Path(shard)) if d.name in passed]
+    validated = [d for shard in shard_dirs for d in task_dirs(Path(shard)) if d.name in passed]
+    audit: dict[str, Counter[str]] = defaultdict(Counter)
+    failed: dict[str, str] = {}
+    for task_dir in validated:
+        family, findings = audit_task_dir(task_dir)
+        audit[family][
+            "not_audited" if findings is None else "failed" if findings else "passed"
+        ] += 1
+        if findings:
+            failed[task_dir.name] = f"audit: {findings[0]}"
+            log.warning("quarantined %s (%s): %s", task_dir.name, family, "; ".join(findings))
+    checks = [
+        {**c, "ok": False, "reason": failed[c["task"]]} if c["ok"] and c["task"] in failed else c
+        for c in checks
+    ]
+    rows = [_row(d) for d in validated if d.name not in failed]
     table = pa.Table.from_pylist(rows, schema=EXPORT_SCHEMA)
     with atomic_path(export) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-    report = generation_report(rows, checks, load_taxonomy(taxonomy_path))
+    report = generation_report(rows, checks, load_taxonomy(taxonomy_path), audit)
     write_json(report_json, report)
     write_text(report_md, render_report(report))
     log.info("exported %d validated task(s) to %s", len(rows), export)
     return report
 
 
+def audit_task_dir(task_dir: Path) -> tuple[str, list[str] | None]:
+    """The family of a task directory and the instruction–test audit's findings
+    (:mod:`tmax.generate.audit`; None: the family declares no rules)."""
+    task = read_task(task_dir)
+    assert task.meta is not None
+    family = str(task.meta.generator.get("family", ""))
+    level = LEVELS.get(task.meta.axes.get("task_complexity") or "")
+    if level is None:
+        return family, None
+    tests = "".join(f.data.decode("utf-8", "replace") for rel, f in sorted(task.tests.items())
+                    if rel.endswith(".py"))  # fmt: skip
+    return family, audit_rendered(family, task.instruction, tests, level)
+
+
+AUDIT_OUTCOMES = ("audited", "passed", "failed", "not_audited")
+
+
 def generation_report(
-    rows: list[dict[str, Any]], checks: list[dict[str, Any]], taxonomy: Any
+    rows: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+    taxonomy: Any,
+    audit: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any]:
+    """The generation report; ``audit``: per family, the validated tasks that passed,
+    failed or were not covered by the instruction–test audit."""
     axes: dict[str, dict[str, int]] = {}
     for axis in ("domain", "skill_type", "language", "task_complexity", "command_complexity",
                  "fixture_kind", "verifier_kind"):  # fmt: skip
@@ -194,6 +233,13 @@ def generation_report(
             if (v := by_complexity.get(level))
         },
         "diversity": task_diversity(rows),
+        "audit": {
+            family: {
+                "audited": counts.get("passed", 0) + counts.get("failed", 0),
+                **{k: counts.get(k, 0) for k in AUDIT_OUTCOMES[1:]},
+            }
+            for family, counts in sorted((audit or {}).items())
+        },
     }
 
 
@@ -202,6 +248,8 @@ def _reason_key(reason: str) -> str:
     kind ("generation failed: missing section"), so the LLM generator's reasons are
     counted apart."""
     head, _, rest = reason.partition(":")
+    if head == "audit":  # "audit: <rule id>: <what>", counted per rule and finding
+        return reason
     kind = rest.strip().split(":")[0]
     if head == "generation failed" and kind in QUARANTINE_REASONS:
         return f"{head}: {kind}"
@@ -242,6 +290,14 @@ def render_report(report: dict[str, Any]) -> str:
         lines += ["", "## Personas replaced to fit the family's task", ""]
         lines += ["| family | tasks |", "|---|---:|"]
         lines += [f"| {k} | {v} |" for k, v in report["personas_replaced"].items()]
+    if report.get("audit"):
+        lines += ["", "## Instruction–test audit", ""]
+        lines += [
+            "| family | audited | passed | failed | not audited |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        lines += [f"| {family} | " + " | ".join(str(c[k]) for k in AUDIT_OUTCOMES) + " |"
+                  for family, c in report["audit"].items()]  # fmt: skip
     lines += ["", "## Families", "", "| family | tasks |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in report["families"].items()]
     if "diversity" in report:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import LANGUAGE_NAMES, bullets, csv_text, program_path
 from tmax.generate.families.scientific_computing import (
     code_language,
@@ -321,6 +322,31 @@ class CustomerTotals(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
     services = True
+    rules = (
+        Rule("totals_csv", (r"`/app/out/totals\.csv`: header `customer,total",),
+             (r"def test_totals_file\(",)),
+        Rule("settled_only", (r"only rows with status `settled` count",),
+             (r'if status == "settled"',), levels=frozenset({1, 2})),
+        Rule("refunds_subtract", (r"`refund` rows subtract it",),
+             (r'status == "refund" and level >= 3',), levels=frozenset({3, 4})),
+        Rule("dedupe_txn_id", (r"a `txn_id` counts once",), (r"if txn in seen:",),
+             levels=frozenset({2, 3, 4})),
+        Rule("dedupe_across_inputs", (r"duplicates are judged across all of them",),
+             (r"if txn in seen:",), levels=frozenset({2, 3, 4}), when={"code": True}),
+        Rule("duplicates_file", (r"`/app/out/duplicates\.txt`",),
+             (r'read\("/app/out/duplicates\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("top3_file", (r"`/app/out/top3\.txt`",), (r'read\("/app/out/top3\.txt"\)',),
+             levels=frozenset({3, 4})),
+        Rule("count_column", (r"count = number of counted rows",),
+             (r'head = "customer,total,count" if level >= 4',), levels=frozenset({4})),
+        Rule("summary_and_checksums", (r"`/app/out/summary\.json`", r"checksums\.sha256"),
+             (r'read\("/app/out/summary\.json"\)', r"check_manifest\("),
+             levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/totals",), (r"def test_program_fresh\(",),
+             when={"code": True}),
+        Rule("lookup_service", (r"keep a lookup service running on 127\.0\.0\.1:\d+",),
+             (r"def test_service\(",), when={"service": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -410,8 +436,9 @@ class CustomerTotals(Family):
         if code:
             body += (
                 f"\n\nBuild the aggregation as a reusable {LANGUAGE_NAMES[lang]} program at "
-                f"`{prog}` that takes one or more export paths as arguments (duplicates "
-                "are judged across all of them) and prints exactly the totals.csv content."
+                f"`{prog}` that takes one or more export paths as arguments"
+                + (" (duplicates are judged across all of them)" if level >= 2 else "")
+                + " and prints exactly the totals.csv content."
             )
         if ctx.needs_service:
             body += (

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tmax.generate.audit import Rule, Units
 from tmax.generate.family import Draft, Family, RenderContext
 
 VOCABULARY: dict[str, tuple[str, ...]] = {
@@ -152,6 +153,33 @@ def test_deliverable(path):
         assert target.read_text() == EXPECTED[path]
 '''
 
+_TARGET = r"`(?P<path>/app/\w+\.txt)`"
+_SOURCE = r"`/app/input\.txt`"
+_LINES = r"(?:\w+ \d+\\n)"
+"""One line of the input file as it appears in the tests' EXPECTED (``repr``)."""
+RULES: tuple[Rule, ...] = tuple(
+    Rule(operation, (stated,), (tested,), drawn=True)
+    for operation, stated, tested in (
+        ("write_word", rf"Write the word `(?P<word>\w+)` to {_TARGET}\.", r"'{path}': '{word}\\n'"),
+        ("count_lines", rf"Count the lines of {_SOURCE} and write the number to {_TARGET}\.",
+         r"'{path}': '\d+\\n'"),
+        ("sort_lines", rf"Sort the lines of {_SOURCE} into {_TARGET}\.",
+         rf"'{{path}}': '{_LINES}+'"),
+        ("first_lines", rf"Put the first (?P<n>\d+) lines of {_SOURCE} in {_TARGET}\.",
+         rf"'{{path}}': '{_LINES}{{{{{{n}}}}}}'"),
+        ("last_lines", rf"Put the last (?P<n>\d+) lines of {_SOURCE} in {_TARGET}\.",
+         rf"'{{path}}': '{_LINES}{{{{{{n}}}}}}'"),
+        ("matching_lines",
+         rf"Copy the lines of {_SOURCE} that contain `(?P<word>\w+)` to {_TARGET}\.",
+         r"'{path}': '(?:\w*{word}\w* \d+\\n)+'"),
+        ("copy_file", rf"Make a copy of {_SOURCE} named {_TARGET}\.", rf"'{{path}}': '{_LINES}+'"),
+        ("make_folder", r"Create the folder `(?P<path>/app/\w+)`\.", r"'{path}': None"),
+    )
+)  # fmt: skip
+"""Each operation is one rule, drawn at random: its sentence must come with an entry of
+the tests' EXPECTED for the path it names, holding what the operation makes (a folder:
+None; the first/last n lines: n lines)."""
+
 
 class FileBasics(Family):
     """One or two basic file operations (write, count, sort, head, tail, grep, copy,
@@ -161,6 +189,8 @@ class FileBasics(Family):
     domain = "any"
     tier: ClassVar[str] = "easy"
     languages = frozenset({"bash"})
+    rules = RULES
+    units = Units(r"'(/app/[^']+)': ")  # each entry of EXPECTED is one check
 
     def render(self, ctx: RenderContext) -> Draft:
         rng = ctx.rng
