@@ -138,8 +138,14 @@ def test_keystrokes_arrive_verbatim(terminal: TmuxTerminal) -> None:
 
 def test_long_input_is_sent_in_pieces(terminal: TmuxTerminal) -> None:
     word = "x" * 20_000  # far over tmux's 16 KiB command size
-    text = run_and_look(terminal, f"echo {word} | wc -c\n")
-    assert "20001" in text.split("\n")
+    seen: list[str] = []
+
+    def counted() -> bool | None:  # the pieces may outlast a quiet spell on a busy machine
+        seen.extend(terminal.incremental_output().text.split("\n"))
+        return True if "20001" in seen else None
+
+    terminal.send_keys(f"echo {word} | wc -c\n")
+    assert terminal.poll(counted, timeout=60) or "20001" in seen, seen[-5:]
 
 
 def test_output_past_the_limit_keeps_head_and_tail(terminal: TmuxTerminal) -> None:
