@@ -19,7 +19,7 @@ from pathlib import Path
 
 from task_sample import sample_from, sample_parser
 
-from tmax.generate.stage import AUDIT_OUTCOMES, audit_task_dir
+from tmax.generate.stage import AUDIT_OUTCOMES, audit_outcome, audit_table, audit_task_dir
 from tmax.tasks import write_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,15 +34,11 @@ def main() -> None:
         for _, task in sample.tasks(description="auditing"):
             task_dir = write_task(task, tmp)
             family, findings = audit_task_dir(task_dir)
-            outcomes[family]["not_audited" if findings is None else
-                             "failed" if findings else "passed"] += 1  # fmt: skip
+            outcomes[family][audit_outcome(findings)] += 1
             reasons.update(f"{family}: {finding}" for finding in findings or ())
     seconds = time.perf_counter() - start
 
-    table = {
-        family: {"audited": c["passed"] + c["failed"], **{k: c[k] for k in AUDIT_OUTCOMES[1:]}}
-        for family, c in sorted(outcomes.items())
-    }
+    table = audit_table(outcomes)
     print(sample.header() + "\n")
     print("| family | audited | passed | failed | not audited |")
     print("|---|---:|---:|---:|---:|")

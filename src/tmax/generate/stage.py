@@ -20,7 +20,7 @@ from tmax.generate.llm.reasons import QUARANTINE_REASONS
 from tmax.generate.procedural import GenerationError, render_task
 from tmax.generate.validate import validate_tasks
 from tmax.io import atomic_path, write_json, write_text
-from tmax.tasks import read_task, write_task
+from tmax.tasks import Task, read_task, write_task
 from tmax.taxonomy import AXES, balance_score, load_taxonomy, read_specs
 
 log = logging.getLogger("tmax.generate")
@@ -110,8 +110,8 @@ EXPORT_SCHEMA = pa.schema(
 )
 
 
-def _row(task_dir: Path) -> dict[str, Any]:
-    task = read_task(task_dir)
+def _row(task_dir: Path | Task) -> dict[str, Any]:
+    task = task_dir if isinstance(task_dir, Task) else read_task(task_dir)
     assert task.meta is not None
     files = []
     for group, entries in (("environment", task.environment), ("tests", task.tests),
@@ -145,22 +145,22 @@ def collect(
     """Export the tasks that passed validation and write the generation report."""
     checks = [c for path in validations for c in json.loads(Path(path).read_text())["checks"]]
     passed = {c["task"] for c in checks if c["ok"]}
-    validated = [d for shard in shard_dirs for d in task_dirs(Path(shard)) if d.name in passed]
+    validated = [
+        read_task(d) for shard in shard_dirs for d in task_dirs(Path(shard)) if d.name in passed
+    ]
     audit: dict[str, Counter[str]] = defaultdict(Counter)
     failed: dict[str, str] = {}
-    for task_dir in validated:
-        family, findings = audit_task_dir(task_dir)
-        audit[family][
-            "not_audited" if findings is None else "failed" if findings else "passed"
-        ] += 1
+    for task in validated:
+        family, findings = audit_task_dir(task)
+        audit[family][audit_outcome(findings)] += 1
         if findings:
-            failed[task_dir.name] = f"audit: {findings[0]}"
-            log.warning("quarantined %s (%s): %s", task_dir.name, family, "; ".join(findings))
+            failed[task.name] = f"audit: {findings[0]}"
+            log.warning("quarantined %s (%s): %s", task.name, family, "; ".join(findings))
     checks = [
         {**c, "ok": False, "reason": failed[c["task"]]} if c["ok"] and c["task"] in failed else c
         for c in checks
     ]
-    rows = [_row(d) for d in validated if d.name not in failed]
+    rows = [_row(task) for task in validated if task.name not in failed]
     table = pa.Table.from_pylist(rows, schema=EXPORT_SCHEMA)
     with atomic_path(export) as tmp:
         pq.write_table(table, tmp, compression="zstd")
@@ -171,10 +171,10 @@ def collect(
     return report
 
 
-def audit_task_dir(task_dir: Path) -> tuple[str, list[str] | None]:
-    """The family of a task directory and the instruction–test audit's findings
-    (:mod:`tmax.generate.audit`; None: the family declares no rules)."""
-    task = read_task(task_dir)
+def audit_task_dir(task_dir: Path | Task) -> tuple[str, list[str] | None]:
+    """The family of a task (or its directory) and the instruction–test audit's
+    findings (:mod:`tmax.generate.audit`; None: the family declares no rules)."""
+    task = task_dir if isinstance(task_dir, Task) else read_task(task_dir)
     assert task.meta is not None
     family = str(task.meta.generator.get("family", ""))
     level = LEVELS.get(task.meta.axes.get("task_complexity") or "")
@@ -186,6 +186,22 @@ def audit_task_dir(task_dir: Path) -> tuple[str, list[str] | None]:
 
 
 AUDIT_OUTCOMES = ("audited", "passed", "failed", "not_audited")
+
+
+def audit_outcome(findings: list[str] | None) -> str:
+    """How one task came out of the audit (``audit_task_dir``'s findings)."""
+    return "not_audited" if findings is None else "failed" if findings else "passed"
+
+
+def audit_table(outcomes: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """Per family, the counts of :data:`AUDIT_OUTCOMES` (audited = passed + failed)."""
+    return {
+        family: {
+            "audited": counts.get("passed", 0) + counts.get("failed", 0),
+            **{k: counts.get(k, 0) for k in AUDIT_OUTCOMES[1:]},
+        }
+        for family, counts in sorted(outcomes.items())
+    }
 
 
 def generation_report(
@@ -233,13 +249,7 @@ def generation_report(
             if (v := by_complexity.get(level))
         },
         "diversity": task_diversity(rows),
-        "audit": {
-            family: {
-                "audited": counts.get("passed", 0) + counts.get("failed", 0),
-                **{k: counts.get(k, 0) for k in AUDIT_OUTCOMES[1:]},
-            }
-            for family, counts in sorted((audit or {}).items())
-        },
+        "audit": audit_table(audit or {}),
     }
 
 
