@@ -377,10 +377,13 @@ def test_a_server_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> 
     )
     started = time.monotonic()
     with (
-        pytest.raises(EngineServerError, match=r"engine<N>\.log"),
+        pytest.raises(EngineServerError, match=r"engine<N>\.log") as raised,
         local_servers(tmp_path / "engines", missing, 1),
     ):
         pass
+    # the error carries the end of the failed engine's log, which names the missing model
+    assert "engine0.log ends" in str(raised.value)
+    assert "no-model" in str(raised.value)
     assert time.monotonic() - started < 240
     assert "no-model" in (tmp_path / "engines" / "vllm0.log").read_text()
 

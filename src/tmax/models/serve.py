@@ -213,7 +213,7 @@ def remove_orphaned_shared_memory(before: set[str]) -> list[str]:
     return orphans
 
 
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         text = path.read_text("utf-8", errors="replace")
     except OSError:
@@ -553,7 +553,7 @@ class ModelServer:
         return " ".join(self._argv or [])
 
     def _log_tail(self) -> str:
-        return _tail(self._log_path) if self._log_path is not None else "(no log)"
+        return log_tail(self._log_path) if self._log_path is not None else "(no log)"
 
     def __enter__(self) -> Self:
         self.start()

@@ -665,10 +665,14 @@ def local_servers(
             ))  # fmt: skip
 
     def failed() -> str | None:
+        from tmax.models.serve import log_tail
+
         codes = [process.poll() for process in processes]
         if all(code is None for code in codes):
             return None
-        return f"exit statuses {codes}; see {directory}/engine<N>.log and vllm<N>.log"
+        logs = [directory / f"engine{index}.log" for index, code in enumerate(codes) if code]
+        tails = "".join(f"\n--- {path} ends:\n{log_tail(path)}" for path in logs)
+        return f"exit statuses {codes}; see {directory}/engine<N>.log and vllm<N>.log{tails}"
 
     try:
         yield wait_for_servers(directory, count, failed=failed,
