@@ -6,16 +6,23 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow.parquet as pq
 import pytest
 
 from tmax.config import load_config
-from tmax.generate.audit import Rule, audit_rendered, audit_task
+from tmax.generate.audit import (
+    Rule,
+    audit_rendered,
+    audit_task,
+    realised_skills,
+    skill_declaration_errors,
+)
 from tmax.generate.families.easy import EASY_FAMILIES
 from tmax.generate.family import FAMILIES, LEVELS
-from tmax.generate.procedural import render_task
-from tmax.generate.stage import collect
+from tmax.generate.procedural import choose_family, render_task
+from tmax.generate.stage import _row, collect, generation_report, render_report
 from tmax.tasks import Task, write_task
 from tmax.taxonomy import SamplerSettings, TaskSpec, load_taxonomy, sample_specs
 
@@ -178,3 +185,89 @@ def test_collect_quarantines_a_failing_task(tmp_path: Path) -> None:
         EASY_FAMILIES[0].name: {"audited": 4, "passed": 3, "failed": 1, "not_audited": 0}
     }
     assert "## Instruction–test audit" in (tmp_path / "r.md").read_text()
+
+
+# --------------------------------------------------------------------------------------------
+# Primitive skills realised (issue 26, part 2)
+
+
+class SkillFamily:
+    name = "test.skills"
+    rules = RULES
+    skills: ClassVar[dict[str, str]] = {
+        "deduplicate records by a key": "duplicates",
+        "write a totals report": "totals",
+    }
+
+
+def test_a_sampled_skill_is_realised_only_where_its_rule_is_stated_and_tested() -> None:
+    sampled = ("deduplicate records by a key", "write a totals report", "tune a kernel")
+    level2 = TESTS.replace('"level": 1', '"level": 2')
+    text = "Write `totals.csv` and `duplicates.txt`."
+    both = realised_skills(SkillFamily, sampled, text, level2, 2)
+    assert both == {
+        "realised": {"deduplicate records by a key": "duplicates",
+                     "write a totals report": "totals"},
+        "not_realised": ["tune a kernel"],
+    }  # fmt: skip
+    # the duplicates rule does not apply at level 1: its skill is not realised there
+    one = realised_skills(SkillFamily, sampled, "Write `totals.csv`.", TESTS, 1)
+    assert one["realised"] == {"write a totals report": "totals"}
+    # stated but its check is gone: not realised either
+    untested = level2.replace('read("duplicates.txt")', 'read("other.txt")')
+    assert (
+        "deduplicate records by a key"
+        in realised_skills(SkillFamily, sampled, text, untested, 2)["not_realised"]
+    )
+    # a skill is realised only if it was sampled
+    assert realised_skills(SkillFamily, ("tune a kernel",), text, level2, 2)["realised"] == {}
+
+
+def test_every_family_maps_real_skills_of_its_domain_to_its_own_rules() -> None:
+    taxonomy = load_taxonomy(None)
+    errors = [
+        error
+        for families in FAMILIES.values()
+        for family in families
+        for error in skill_declaration_errors(
+            family, taxonomy.domains[family.domain].primitive_skills
+        )
+    ]
+    assert errors == []
+    bad = type("Bad", (SkillFamily,), {"name": "bad", "domain": "security",
+                                       "skills": {"knit a scarf": "nope"}})  # fmt: skip
+    assert len(skill_declaration_errors(bad, taxonomy.domains["security"].primitive_skills)) == 2
+
+
+def test_the_family_is_chosen_for_the_sampled_skills_and_the_task_records_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Among families that realise the other axes equally, the one that can make more
+    of the sampled skills a requirement is chosen; tmax.json, the exported row and the
+    report say which skills were realised."""
+    first, second = FAMILIES["data_processing"][:2]
+    verifier = sorted(first.verifier_kinds & second.verifier_kinds)[0]
+    fixture = sorted(first.fixture_kinds & second.fixture_kinds)[0]
+    spec = dataclasses.replace(
+        easy_specs(1)[0][0], domain="data_processing", primitive_skills=("skill a", "skill b"),
+        verifier_kind=verifier, fixture_kind=fixture, command_complexity="bash_only",
+        task_complexity="short",
+    )  # fmt: skip
+    rule = next(r.id for r in first.rules if 1 in r.levels and not r.when and not r.drawn)
+    monkeypatch.setattr(type(second), "skills", {})
+    monkeypatch.setattr(type(first), "skills", {})
+    chosen = {choose_family(spec, seed)[0].name for seed in range(16)}
+    assert {first.name, second.name} <= chosen  # no skill mapped: either, at random
+    monkeypatch.setattr(type(first), "skills", {"skill a": rule})
+    assert {choose_family(spec, seed)[0].name for seed in range(16)} == {first.name}
+    task = render_task(spec, 1)
+    assert task.meta is not None
+    assert task.meta.generator["skills"] == {"realised": {"skill a": rule},
+                                             "not_realised": ["skill b"]}  # fmt: skip
+    row = _row(write_task(task, tmp_path))
+    assert row["skills_realised"] == ["skill a"]
+    report = generation_report([row, {**row, "skills_realised": None}], [], load_taxonomy(None))
+    assert report["primitive_skills"][first.name] == {
+        "realised": 1, "not_realised": 1, "not_recorded": 2
+    }  # fmt: skip
+    assert "## Primitive skills" in render_report(report)

@@ -148,9 +148,25 @@ def audit_task(
 
     ``tests`` is the tests' source (all files), ``level`` the task complexity (1–4).
     """
+    return _audit(instruction, tests, rules, level, units)[0]
+
+
+def checked_rules(instruction: str, tests: str, rules: tuple[Rule, ...], level: int) -> set[str]:
+    """The ids of the rules that apply to this task and are both stated and tested in it
+    (no finding of the audit names them)."""
+    findings, applied = _audit(instruction, tests, rules, level, TEST_FUNCTIONS)
+    failed = {finding.split(":", 1)[0] for finding in findings}
+    return {rule for rule in applied if rule not in failed}
+
+
+def _audit(
+    instruction: str, tests: str, rules: tuple[Rule, ...], level: int, units: Units
+) -> tuple[list[str], list[str]]:
+    """The findings, and the ids of the rules that apply to the task."""
     settings = task_settings(tests)
     dead = dead_spans(tests, level)
     findings: list[str] = []
+    applied: list[str] = []
     claimed: list[tuple[int, int]] = []
     for rule in rules:
         statements = list(re.finditer(rule.stated[0], instruction))
@@ -160,6 +176,7 @@ def audit_task(
             if stated_any:
                 findings.append(f"{rule.id}: stated but not tested at this level")
             continue
+        applied.append(rule.id)
         if not statements or not all(re.search(p, instruction) for p in rule.stated[1:]):
             findings.append(f"{rule.id}: stated nowhere")
             continue
@@ -178,7 +195,7 @@ def audit_task(
     for name, start, end in _units(tests, units, settings, dead):
         if not any(a < end and start < b for a, b in claimed):
             findings.append(f"{name}: tested but not stated")
-    return list(dict.fromkeys(findings))
+    return list(dict.fromkeys(findings)), applied
 
 
 def family_rules(family_name: str) -> tuple[tuple[Rule, ...], Units] | None:
@@ -203,3 +220,30 @@ def audit_rendered(family_name: str, instruction: str, tests: str, level: int) -
         return None
     rules, units = declared
     return audit_task(instruction, tests, rules, level, units)
+
+
+def realised_skills(
+    family: Any, sampled: tuple[str, ...] | list[str], instruction: str, tests: str, level: int
+) -> dict[str, Any]:
+    """How a task of ``family`` realised the primitive skills its spec sampled, for
+    ``tmax.json``: ``{"realised": {skill: rule id}, "not_realised": [skill, ...]}``. A
+    skill is realised when the family maps it to a rule (``Family.skills``) and that
+    rule is stated and tested in this task; every other sampled skill is not."""
+    mapping = getattr(family, "skills", {}) or {}
+    wanted = [skill for skill in sampled if skill in mapping]
+    checked = checked_rules(instruction, tests, tuple(family.rules), level) if wanted else set()
+    realised = {skill: mapping[skill] for skill in wanted if mapping[skill] in checked}
+    return {"realised": realised, "not_realised": [s for s in sampled if s not in realised]}
+
+
+def skill_declaration_errors(family: Any, domain_skills: tuple[str, ...]) -> list[str]:
+    """What is wrong with a family's ``skills``: a skill the domain's taxonomy does not
+    list, or a rule id the family does not declare."""
+    rule_ids = {rule.id for rule in getattr(family, "rules", ())}
+    errors = []
+    for skill, rule in (getattr(family, "skills", {}) or {}).items():
+        if skill not in domain_skills:
+            errors.append(f"{family.name}: {skill!r} is not a primitive skill of {family.domain}")
+        if rule not in rule_ids:
+            errors.append(f"{family.name}: skill {skill!r} names rule {rule!r}, not declared")
+    return errors

@@ -21,12 +21,12 @@ the exported rows (``tmax.generate.stage._row``), per domain and over all tasks:
   (``candidate_recall_at_threshold``). Within a domain only partners in the same
   domain count; overall, any partner does.
 - **families** and **family × skill sets**: distinct task families, and distinct
-  (family, set of primitive skills) combinations. The skills are the spec's
-  ``primitive_skills`` axis as ``tmax.json`` records it (``axes.primitive_skills``,
-  a row column); no generator records which skills a task actually exercises (the
-  procedural families do not read the axis, and ``realised`` lists only the verifier,
-  fixture, command complexity, language and persona), so the combinations are an
-  upper bound on the skill diversity of the tasks.
+  (family, set of primitive skills) combinations, twice: with the skills the spec
+  sampled (``axes.primitive_skills``; an upper bound) and with the skills the task
+  made a stated and tested requirement of (``generator.skills.realised`` in
+  ``tmax.json``, the ``skills_realised`` column; :func:`tmax.generate.audit.realised_skills`).
+  Tasks whose generator records no realisation (the LLM backend) are left out of the
+  second count.
 
 Words are ``[a-z0-9]+`` runs of the lowercased text, the definition the
 decontamination stage uses for its n-grams.
@@ -276,6 +276,13 @@ def _measure(
         "family_skill_sets": len(
             {(row["family"], frozenset(row["primitive_skills"])) for row in scope}
         ),
+        "family_realised_skill_sets": len(
+            {
+                (row["family"], frozenset(row["skills_realised"]))
+                for row in scope
+                if row.get("skills_realised") is not None
+            }
+        ),
     }
 
 
@@ -323,7 +330,8 @@ def task_diversity(
             "threshold": threshold,
             "candidate_recall_at_threshold": round(lsh.candidate_probability(threshold), 6),
             "candidates_checked": duplicates.candidates_checked,
-            "skills": "axes.primitive_skills of tmax.json (the spec's, not a realised value)",
+            "skills": "sampled: axes.primitive_skills of tmax.json (the spec's); realised: "
+            "generator.skills.realised (those the task states and tests)",
         },
         **_scopes(rows, everything, word_lists, duplicates, group_size),
         "closest_pairs": [
@@ -347,15 +355,15 @@ def _table_row(label: str, figures: Mapping[str, Any]) -> str:
     return (
         f"| {label} | {figures['tasks']} | {ratios} | "
         f"{figures['near_duplicates']['rate']:.3f} | {figures['families']} | "
-        f"{figures['family_skill_sets']} |"
+        f"{figures['family_skill_sets']} | {figures.get('family_realised_skill_sets', 0)} |"
     )
 
 
 def _table(scopes: Mapping[str, Any], prefix: str = "") -> list[str]:
     lines = [
         "| scope | tasks | distinct-1 | distinct-2 | distinct-3 | near-duplicate rate "
-        "| families | family × skill sets |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| families | family × sampled skill sets | family × realised skill sets |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [_table_row(f"{prefix}{d}", f) for d, f in scopes["domains"].items()]
     lines.append(_table_row(f"{prefix}**overall**", scopes["overall"]))

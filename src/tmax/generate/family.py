@@ -105,6 +105,12 @@ class Family(ABC):
     (:mod:`tmax.generate.audit`); none declared: the family is not audited."""
     units: ClassVar[Units] = TEST_FUNCTIONS
     """What counts as one check in its tests (the audit's ``tested but not stated``)."""
+    skills: ClassVar[Mapping[str, str]] = {}
+    """The domain's primitive skills (the taxonomy's exact text) this family can make a
+    requirement of, each with the id of the rule (in ``rules``) that states and tests
+    it. A sampled skill is realised in a task exactly when its rule applies there and
+    passes the audit (:func:`tmax.generate.audit.realised_skills`); any other sampled
+    skill is recorded as not realised."""
 
     @abstractmethod
     def render(self, ctx: RenderContext) -> Draft:

@@ -27,9 +27,11 @@ def _digest(paths: Iterable[Path]) -> str:
 
 
 def generator_fingerprint() -> str:
-    """The procedural generator's code, the personas it fits to its families, the task
-    format it writes and the image definitions its Dockerfiles name."""
+    """The procedural generator's code, the personas it fits to its families, the audit
+    that decides which sampled skills a task realised (``tmax.json``), the task format
+    it writes and the image definitions its Dockerfiles name."""
     sources = [_PACKAGE / "procedural.py", _PACKAGE / "family.py", _PACKAGE / "personas.py"]
+    sources += [_PACKAGE / "audit.py"]
     sources += sorted((_PACKAGE / "families").rglob("*.py"))
     sources += [_PACKAGE / "families" / "personas.yaml"]
     sources += [_ROOT / "tasks" / "format.py"]

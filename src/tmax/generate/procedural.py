@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.generate import families as _families  # noqa: F401  (registers the families)
+from tmax.generate.audit import realised_skills
 from tmax.generate.families.easy import EASY_FAMILIES
 from tmax.generate.family import CODE_LANGUAGES, FAMILIES, Draft, Family, RenderContext
 from tmax.generate.personas import fitting_persona
@@ -87,11 +88,14 @@ def choose_family(
         raise GenerationError(f"no procedural task family for domain {spec.domain!r}")
     needs_service = spec.command_complexity == "bash_code_services"
 
-    def score(family: Family) -> int:
+    def score(family: Family) -> tuple[int, int]:
+        """The axes it realises as asked; then, among equals, how many of the sampled
+        primitive skills it can make a tested requirement of (``Family.skills``)."""
         return (
             4 * (spec.verifier_kind in family.verifier_kinds)
             + 2 * (spec.fixture_kind in family.fixture_kinds)
-            + (not needs_service or family.services)
+            + (not needs_service or family.services),
+            sum(skill in family.skills for skill in spec.primitive_skills),
         )
 
     if family_name is not None:
@@ -137,6 +141,10 @@ def _dockerfile(domain: str, draft: Draft) -> str:
     return text
 
 
+def _text(content: str | bytes) -> str:
+    return content if isinstance(content, str) else content.decode("utf-8", "replace")
+
+
 def _as_file(content: str | bytes, executable: bool = False) -> TaskFile:
     data = content.encode("utf-8") if isinstance(content, str) else content
     return TaskFile(data, executable)
@@ -164,6 +172,10 @@ def render_task(
         ) from error
     if "test_task.py" not in draft.tests:
         raise GenerationError(f"family {family.name} wrote no tests/test_task.py")
+    instruction = _instruction(realised.get("persona", spec.persona), draft.instruction)
+    test_source = "".join(_text(content) for rel, content in sorted(draft.tests.items())
+                          if rel.endswith(".py"))  # fmt: skip
+    skills = realised_skills(family, spec.primitive_skills, instruction, test_source, ctx.level)
     environment = {"Dockerfile": _as_file(_dockerfile(spec.domain, draft))}
     for rel, content in sorted(draft.files.items()):
         environment[f"app/{rel}"] = _as_file(content, rel in draft.executable)
@@ -190,7 +202,7 @@ def render_task(
     )
     return Task(
         name=spec.spec_id,
-        instruction=_instruction(realised.get("persona", spec.persona), draft.instruction),
+        instruction=instruction,
         config=config,
         environment=environment,
         tests=tests,
@@ -202,6 +214,7 @@ def render_task(
             family=family.name,
             seed=seed,
             realised=realised,
+            skills=skills,
             solution_commands=count_commands(draft.solution),
         ),
     )

@@ -102,6 +102,8 @@ EXPORT_SCHEMA = pa.schema(
             for axis in AXES
         ],
         ("realised", pa.string()),
+        ("skills_realised", pa.list_(pa.string())),
+        ("backend", pa.string()),
         ("instruction", pa.string()),
         ("task_toml", pa.string()),
         ("solution_commands", pa.int32()),
@@ -126,11 +128,15 @@ def _row(task_dir: Path | Task) -> dict[str, Any]:
         "family": generator.get("family", ""),
         **{axis: task.meta.axes[axis] for axis in AXES},
         "realised": json.dumps(generator.get("realised", {}), sort_keys=True),
+        # None: the generator recorded no realisation (the LLM backend, older tasks)
+        "skills_realised": (
+            sorted(generator["skills"].get("realised", {})) if "skills" in generator else None
+        ),
+        "backend": generator.get("backend", ""),
         "instruction": task.instruction,
         "task_toml": task.config.dumps(),
         "solution_commands": int(generator.get("solution_commands", 0)),
         "files": files,
-        "backend": generator.get("backend", ""),
     }
 
 
@@ -224,6 +230,15 @@ def generation_report(
                 personas_replaced[row["family"]] += 1
             else:
                 realised[axis][value] += 1
+    skills: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        counts = skills[row["family"]]
+        sampled = len(row["primitive_skills"])
+        if row.get("skills_realised") is None:
+            counts["not_recorded"] += sampled
+        else:
+            counts["realised"] += len(row["skills_realised"])
+            counts["not_realised"] += sampled - len(row["skills_realised"])
     by_complexity: dict[str, list[int]] = defaultdict(list)
     for row in rows:
         by_complexity[row["task_complexity"]].append(row["solution_commands"])
@@ -242,6 +257,7 @@ def generation_report(
         "axes": axes,
         "realised_differently": {axis: dict(c) for axis, c in realised.items()},
         "personas_replaced": dict(sorted(personas_replaced.items())),
+        "primitive_skills": skills_table(skills),
         "families": dict(sorted(Counter(r["family"] for r in rows).items())),
         "solution_commands": {
             level: {"mean": round(statistics.mean(v), 2), "min": min(v), "max": max(v)}
@@ -251,6 +267,21 @@ def generation_report(
         "diversity": task_diversity(rows),
         "audit": audit_table(audit or {}),
     }
+
+
+SKILL_OUTCOMES = ("realised", "not_realised", "not_recorded")
+
+
+def skills_table(counts: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """Per family (and ``all``), the sampled primitive skills a task made a stated and
+    tested requirement of, those it did not, and those no generator recorded."""
+    table = {
+        family: {k: int(c.get(k, 0)) for k in SKILL_OUTCOMES}
+        for family, c in sorted(counts.items())
+    }
+    if table:
+        table["all"] = {k: sum(c[k] for c in table.values()) for k in SKILL_OUTCOMES}
+    return table
 
 
 def _reason_key(reason: str) -> str:
@@ -308,6 +339,11 @@ def render_report(report: dict[str, Any]) -> str:
         ]
         lines += [f"| {family} | " + " | ".join(str(c[k]) for k in AUDIT_OUTCOMES) + " |"
                   for family, c in report["audit"].items()]  # fmt: skip
+    if report.get("primitive_skills"):
+        lines += ["", "## Primitive skills: sampled, and made a tested requirement", ""]
+        lines += ["| family | realised | not realised | not recorded |", "|---|---:|---:|---:|"]
+        lines += [f"| {family} | " + " | ".join(str(c[k]) for k in SKILL_OUTCOMES) + " |"
+                  for family, c in report["primitive_skills"].items()]  # fmt: skip
     lines += ["", "## Families", "", "| family | tasks |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in report["families"].items()]
     if "diversity" in report:
