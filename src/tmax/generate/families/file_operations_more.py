@@ -9,7 +9,10 @@ import io
 import lzma
 import tarfile
 import zipfile
+from collections.abc import Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import LANGUAGE_NAMES, bullets, program_path
 from tmax.generate.families.scientific_computing import (
     heredoc,
@@ -167,6 +170,12 @@ def expected():
     return {name: normalize(pristine(name)) for name in CFG["files"]}
 
 
+def test_originals_untouched():
+    for name in CFG["files"]:
+        with open("/app/data/" + name, "rb") as handle:
+            assert handle.read() == pristine(name), f"/app/data/{name} was modified"
+
+
 def test_clean_copies():
     for name, (text, _, _) in expected().items():
         path = f"/app/out/clean/{name}"
@@ -265,6 +274,30 @@ class BatchNormalize(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("originals_untouched", (r"Leave the originals alone",),
+             (r"def test_originals_untouched\(",)),
+        Rule("clean_copies", (r"`/app/out/clean/NAME` for every `/app/data/NAME`",),
+             (r"def test_clean_copies\(",)),
+        Rule("legacy_to_utf8", (r"A file that is valid UTF-8 is UTF-8, anything else is Latin-1",),
+             (r'got == text\.encode\("utf-8"\)',)),
+        Rule("crlf_to_lf", (r"every CR LF pair becomes LF",),
+             (r'text\.replace\("\\r\\n", "\\n"\)',)),
+        Rule("report", (r"`/app/out/report\.txt`: one line `NAME ENCODING ENDINGS ROWS`",),
+             (r'read\("/app/out/report\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("csv_to_json", (r"`/app/out/json/STEM\.json` for every `STEM\.csv`",),
+             (r'path = "/app/out/json/"',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/normalize",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "detect legacy file encodings and convert them to UTF-8": "legacy_to_utf8",
+        "normalize Windows line endings to Unix style": "crlf_to_lf",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -504,6 +537,19 @@ def test_program_fresh():
 """
 
 
+_DUPE_ROOTS = ["shared", "teamdrive", "nas", "fileserver", "dept_share"]
+_DUPE_PROGRAMS = ["dupes", "find_dupes", "dupefinder"]
+_DUPE_OPENERS = [
+    "Our shared drive at {root} is full of copies of the same documents under different names.",
+    "The team share at {root} has grown to {count} files, many of them copies of the same "
+    "documents saved under other names.",
+    "People have been copying documents around {root} for years; the {count} files there "
+    "contain plenty of duplicates under different names.",
+    "Before we migrate {root} ({count} files) to the new file server I want to know which "
+    "files are copies of each other.",
+]
+
+
 @register
 class DupeHunt(Family):
     """Find groups of byte-identical files in a shared tree (reclaimable space, hard-linking
@@ -515,10 +561,30 @@ class DupeHunt(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("duplicate_groups", (r"`/app/out/duplicates\.txt`: one line per group",),
+             (r'read\("/app/out/duplicates\.txt"\)',)),
+        Rule("empty_not_duplicates", (r"Empty files never count as duplicates",),
+             (r"if data:",)),
+        Rule("tree_intact", (r"no file may disappear or change content",),
+             (r"def test_tree_state\(",)),
+        Rule("reclaimable", (r"`/app/out/reclaimable\.txt`: the number of bytes",),
+             (r'read\("/app/out/reclaimable\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("hard_links", (r"replace every file but the first with a hard link",),
+             (r"should be a hard link to", r"was linked"), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/(?:dupes|find_dupes|dupefinder)",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "find duplicate files by comparing content checksums": "duplicate_groups"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        root = "/app/shared"
         dirs = ["", "docs/", "backup/", "backup/old/", "projects/q3/", "inbox/", "misc/tmp/"]
         dirs = dirs[: 3 + level]
         stems = ["notes", "budget", "minutes", "plan", "draft", "invoice", "memo", "agenda"]
@@ -534,10 +600,11 @@ class DupeHunt(Family):
             tree[rel] = rng.choice(blobs)
         tree[f"{dirs[-1]}empty_a.txt"] = ""
         tree[f"{dirs[1]}empty_b.txt"] = ""
-        files = {f"shared/{k}": v for k, v in tree.items()}
+        root = "/app/" + rng.choice(_DUPE_ROOTS)
+        files = {f"{root.removeprefix('/app/')}/{k}": v for k, v in tree.items()}
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         lang = ctx.language if code else "bash"
-        prog = program_path(lang, "/app/dupes")
+        prog = program_path(lang, "/app/" + rng.choice(_DUPE_PROGRAMS))
         cfg = {
             "level": level,
             "root": root,
@@ -561,8 +628,8 @@ class DupeHunt(Family):
         if level >= 3:
             asks.append(
                 f"then deduplicate {root} in place: in each group, replace every file but the "
-                "first with a hard link to the first; no file may disappear or change "
-                "content, and files that are not duplicates stay as they are"
+                "first with a hard link to the first; files that are not duplicates stay as "
+                "they are"
             )
         if level >= 4:
             asks.append(
@@ -574,8 +641,9 @@ class DupeHunt(Family):
                 "reclaimable.txt and summary.json"
             )
         body = (
-            f"Our shared drive at {root} is full of copies of the same documents under "
-            "different names. Please:\n\n" + bullets(asks)
+            rng.choice(_DUPE_OPENERS).format(root=root, count=len(tree))
+            + " Whatever you do there, no file may disappear or change content. Please:\n\n"
+            + bullets(asks)
         )
         if code:
             body += (
@@ -720,6 +788,12 @@ def expected():
     return audit(manifest, paths)
 
 
+def test_deliveries_untouched():
+    for name in ["MANIFEST.sha256"] + [os.path.basename(a) for a in CFG["archives"]]:
+        with open("/app/incoming/" + name, "rb") as handle:
+            assert handle.read() == pristine(name), f"/app/incoming/{name} was modified"
+
+
 def test_audit_report():
     status, _ = expected()
     want = audit_text(status)
@@ -749,24 +823,23 @@ def test_repack():
 
 
 def test_level4():
-    if CFG["level"] < 4:
-        return
-    status, have = expected()
-    for name, s in status.items():
-        path = os.path.join("/app/out/quarantine", name)
-        if s in ("CORRUPT", "EXTRA"):
-            assert os.path.isfile(path), f"{path} should hold the {s} member"
-            with open(path, "rb") as handle:
-                assert handle.read() == have[name], f"{path} has the wrong bytes"
-        else:
-            assert not os.path.exists(path), f"{path} should not be quarantined"
-    counts = {k.lower(): 0 for k in ("OK", "CORRUPT", "MISSING", "EXTRA")}
-    for s in status.values():
-        counts[s.lower()] += 1
-    got = json.loads(read("/app/out/summary.json"))
-    assert got == counts, f"summary.json should be {counts}, got {got}"
-    check_manifest("/app/out/checksums.sha256",
-                   ["/app/out/audit.txt", "/app/out/verified.tar.gz", "/app/out/summary.json"])
+    if CFG["level"] >= 4:
+        status, have = expected()
+        for name, s in status.items():
+            path = os.path.join("/app/out/quarantine", name)
+            if s in ("CORRUPT", "EXTRA"):
+                assert os.path.isfile(path), f"{path} should hold the {s} member"
+                with open(path, "rb") as handle:
+                    assert handle.read() == have[name], f"{path} has the wrong bytes"
+            else:
+                assert not os.path.exists(path), f"{path} should not be quarantined"
+        counts = {k.lower(): 0 for k in ("OK", "CORRUPT", "MISSING", "EXTRA")}
+        for s in status.values():
+            counts[s.lower()] += 1
+        got = json.loads(read("/app/out/summary.json"))
+        assert got == counts, f"summary.json should be {counts}, got {got}"
+        check_manifest("/app/out/checksums.sha256",
+                       ["/app/out/audit.txt", "/app/out/verified.tar.gz", "/app/out/summary.json"])
 
 
 def random_case(rng, folder, index):
@@ -855,6 +928,27 @@ class ArchiveAudit(Family):
     verifier_kinds = frozenset({"exact_text", "metric_threshold"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("deliveries_untouched", (r"Don't modify the deliveries",),
+             (r"def test_deliveries_untouched\(",)),
+        Rule("audit_manifest", (r"`/app/out/audit\.txt`: one line `STATUS NAME`",),
+             (r"def test_audit_report\(",)),
+        Rule("repack_verified", (r"`/app/out/verified\.tar\.gz`: a gzip-compressed tar",),
+             (r"def test_repack\(",), when={"repack": True}),
+        Rule("ratio_limit", (r"it must be at most \d+% of the members' total size",),
+             (r'ratio <= CFG\["ratio"\]',), when={"ratio": 0.3}),
+        Rule("quarantine", (r"`/app/out/quarantine/NAME`: every CORRUPT or EXTRA member",),
+             (r'os\.path\.join\("/app/out/quarantine", name\)',), levels=frozenset({4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/audit",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "verify archive contents against a checksum manifest": "audit_manifest"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1251,6 +1345,26 @@ class InboxSorter(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     services = True
+    rules = (
+        Rule("move_by_rules", (r"move every file of /app/inbox",),
+             (r"def test_moved_and_manifest\(",)),
+        Rule("moves_manifest", (r"`/app/out/moves\.tsv`: one line `SOURCE<TAB>DESTINATION`",),
+             (r'read\("/app/out/moves\.tsv"\)',)),
+        Rule("odd_names", (r"people use all kinds of file names",),
+             (r"def test_moved_and_manifest\(",), when={"adversarial": True}),
+        Rule("counts", (r"`/app/out/counts\.txt`: `CATEGORY COUNT`",),
+             (r'read\("/app/out/counts\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("no_empty_folders", (r"leave no empty folders behind in /app/inbox",),
+             (r"empty folders left in /app/inbox",), levels=frozenset({3, 4})),
+        Rule("index", (r"`/app/out/index\.json`",), (r'read\("/app/out/index\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/sorter",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+        Rule("index_service", (r"leave a small HTTP service running on 127\.0\.0\.1:\d+",),
+             (r"def test_service\(",), when={"service": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level

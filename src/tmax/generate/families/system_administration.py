@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import LANGUAGE_NAMES, bullets, program_path
 from tmax.generate.families.scientific_computing import (
     code_language,
@@ -244,6 +247,22 @@ class AuthFailures(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("failures_by_ip", (r"`/app/out/failures\.txt`: for .+ lines `COUNT IP`",),
+             (r'read\("/app/out/failures\.txt"\)',)),
+        Rule("gzipped_logs", (r"\(current, rotated and gzipped\)",), (r"gzip\.open\(path",),
+             levels=frozenset({4})),
+        Rule("users", (r"`/app/out/users\.txt`: the same `COUNT USER` ranking",),
+             (r'read\("/app/out/users\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("blocklist", (r"`/app/out/blocklist\.txt`: IPs with at least \d+ failures",),
+             (r'read\("/app/out/blocklist\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/failures",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -599,6 +618,22 @@ class HealthService(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     services = True
+    rules = (
+        Rule("status", (r"`/app/out/status\.txt`: one line `SERVICE STATE FAILURES",),
+             (r'read\("/app/out/status\.txt"\)',)),
+        Rule("availability", (r"AVAILABILITY is the percentage of `ok` checks",),
+             (r'line \+= " " \+ availability\(e\)',), levels=frozenset({2, 3, 4})),
+        Rule("flapping", (r"`/app/out/flapping\.txt`: services with a `fail`",),
+             (r'read\("/app/out/flapping\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/health_report",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+        Rule("status_daemon", (r"leave a status daemon running",),
+             (r"def test_service_protocols\(",), when={"service": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -992,6 +1027,17 @@ def test_hidden_corpus():
 """
 
 
+_CRON_FOLDERS = ["cron", "crontabs", "cron.d", "schedules"]
+_CRON_HOSTS = ["web", "db", "batch", "mail", "etl", "reports"]
+_CRON_PROGRAMS = ["cronlint", "cron_check", "lintcron"]
+_CRON_OPENERS = [
+    "Before I install the crontabs in {folder} on the new server I want them linted.",
+    "We are moving the scheduled jobs in {folder} ({names}) to a new host; lint them first.",
+    "Some entries in {folder} ({names}) look broken and cron only complains by mail, so lint them.",
+    "I inherited the crontabs in {folder} ({names}) and do not trust them; please lint them.",
+]
+
+
 @register
 class CronLint(Family):
     """Lint crontab files (field ranges, lists, steps; names, macros and env lines by level):
@@ -1003,11 +1049,36 @@ class CronLint(Family):
     verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("ignored_lines", (r"lines whose first non-blank character is `#` are ignored",),
+             (r'return "skip"',)),
+        Rule("five_fields", (r"an entry has five whitespace-separated time fields",),
+             (r"if len\(parts\) < 6:",)),
+        Rule("field_syntax", (r"a field is a comma-separated list of items",),
+             (r"def _field_ok\(",)),
+        Rule("month_day_names", (r"month names \(jan-dec\) and day names \(sun-sat\)",),
+             (r"level >= 2 and _NAMES\[index\]",), levels=frozenset({2, 3, 4})),
+        Rule("macros", (r"`@reboot @hourly @daily @weekly @monthly @yearly @annually`",),
+             (r'level >= 3 and parts\[0\]\.startswith\("@"\)',), levels=frozenset({3, 4})),
+        Rule("env_lines", (r"environment lines `NAME=value`",),
+             (r"level >= 4 and re\.fullmatch",), levels=frozenset({4})),
+        Rule("invalid_report", (r"`/app/out/invalid\.txt`: `FILE:LINE`",),
+             (r'read\("/app/out/invalid\.txt"\)',)),
+        Rule("counts", (r"`/app/out/counts\.txt`: `FILE VALID INVALID`",),
+             (r'read\("/app/out/counts\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("clean_copies", (r"`/app/out/clean/FILE`: each crontab with its invalid lines",),
+             (r'out = "/app/out/clean/"',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/(?:cronlint|cron_check|lintcron)",),
+             (r"def test_hidden_corpus\(",), when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         lang = code_language(ctx)
-        prog = program_path(lang, "/app/cronlint")
         code = ctx.needs_code or ctx.verifier_kind == "adversarial_corpus"
         files: dict[str, str | bytes] = {}
         tabs = []
@@ -1033,14 +1104,17 @@ class CronLint(Family):
             "@hourlyy /opt/typo",
             "0 0 * * funday /opt/d",
         ]
+        folder = "/app/" + rng.choice(_CRON_FOLDERS)
         for t in range(1 if level < 3 else 2 + (level == 4)):
             rows = ["# maintained by ops"]
             for _ in range(5 + 3 * level):
                 rows.append(rng.choice(good_pool if rng.random() < 0.65 else bad_pool))
-            name = f"cron/{rng.choice(['web', 'db', 'batch'])}{t + 1}.cron"
-            files[name] = "\n".join(rows) + "\n"
-            tabs.append("/app/" + name)
+            name = f"{rng.choice(_CRON_HOSTS)}{t + 1}.cron"
+            files[f"{folder.removeprefix('/app/')}/{name}"] = "\n".join(rows) + "\n"
+            tabs.append(f"{folder}/{name}")
         tabs.sort()
+        prog = program_path(lang, "/app/" + rng.choice(_CRON_PROGRAMS))
+        names = ", ".join(tab.rsplit("/", 1)[1] for tab in tabs)
         cfg = {
             "level": level,
             "tabs": tabs,
@@ -1092,8 +1166,8 @@ class CronLint(Family):
                 "`/app/out/checksums.sha256`: sha256sum lines for invalid.txt and counts.txt"
             )
         body = (
-            "Before I install the crontabs in /app/cron on the new server I want them "
-            "linted. A line is valid under these rules:\n\n"
+            rng.choice(_CRON_OPENERS).format(folder=folder, names=names)
+            + " A line is valid under these rules:\n\n"
             + bullets(rules)
             + "\n\nPlease produce:\n\n"
             + bullets(asks)
@@ -1248,6 +1322,34 @@ class BackupRotation(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("keep_newest", (r"keep the newest \d+ \(by the date in the name\)",),
+             (r"def test_rotation_applied\(",)),
+        Rule("keep_newest_seven", (r"keep the newest 7 \(by the date in the name\)",),
+             (r"def test_rotation_applied\(",), when={"keep": 7}),
+        Rule("monthly_keepers", (r"also keep the newest backup of every calendar month",),
+             (r"months\.add\(name\[3:9\]\)",), levels=frozenset({2, 3, 4})),
+        Rule("per_host", (r"each host directory under /app/backups is rotated on its own",),
+             (r'for host, files in sorted\(CFG\["dirs"\]\.items\(\)\)',),
+             levels=frozenset({3, 4})),
+        Rule("apply", (r"apply the policy \(really delete the files\)",),
+             (r"assert now == stay",)),
+        Rule("deleted_list", (r"`/app/out/deleted\.txt`: `HOST/FILE`",),
+             (r'read\("/app/out/deleted\.txt"\)',)),
+        Rule("kept_list", (r"`/app/out/kept\.txt`: `HOST/FILE`",),
+             (r'read\("/app/out/kept\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("latest_marker", (r"`/app/backups/HOST/LATEST`",), (r'read\(path \+ "/LATEST"\)',),
+             levels=frozenset({4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/rotate",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "rotate backups keeping only the newest seven copies": "keep_newest_seven"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
