@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import (
     LANGUAGE_NAMES,
     PNG_READER,
@@ -360,6 +363,7 @@ def test_report():
         got_name, _, rest = line.partition(" ")
         assert got_name == name, f"expected a line for {name}, got {line!r} (sorted by name?)"
         if CFG["mode"] == "freq":
+            assert rest == "%.2f" % float(rest), f"{name}: {rest!r} is not Hz with two decimals"
             errors[name] = abs(float(rest) - CFG["truth"][name]) / CFG["truth"][name]
         else:
             want = expected_line("/app/" + name)
@@ -372,16 +376,17 @@ def test_report():
 
 def test_derived_files():
     level = CFG["level"]
-    if level < 2:
-        return
-    if CFG["mode"] == "freq":
-        want = max(CFG["names"], key=lambda n: CFG["truth"][n])
-        assert read("/app/out/highest.txt").strip() == want, "highest.txt names the wrong file"
-    else:
-        rms = {n: tone_stats(load_samples("/app/" + n)[1], 2, 0) for n in CFG["names"]}
-        rms = {n: int(v.split("rms=")[1]) for n, v in rms.items()}
-        want = sorted(CFG["names"], key=lambda n: (-rms[n], n))[0]
-        assert read("/app/out/loudest.txt").strip() == want, "loudest.txt names the wrong file"
+    if level >= 2:
+        if CFG["mode"] == "freq":
+            want = max(CFG["names"], key=lambda n: CFG["truth"][n])
+            got = read("/app/out/highest.txt").strip()
+            assert got == want, "highest.txt names the wrong file"
+        else:
+            rms = {n: tone_stats(load_samples("/app/" + n)[1], 2, 0) for n in CFG["names"]}
+            rms = {n: int(v.split("rms=")[1]) for n, v in rms.items()}
+            want = sorted(CFG["names"], key=lambda n: (-rms[n], n))[0]
+            got = read("/app/out/loudest.txt").strip()
+            assert got == want, "loudest.txt names the wrong file"
     if level >= 3:
         if CFG["mode"] == "freq":
             want = [n for n in CFG["names"] if CFG["truth"][n] >= 500]
@@ -410,6 +415,7 @@ def test_program_on_fresh_recordings():
         freq = make_recording(path, rng)
         got = run_program([path]).stdout.strip()
         if CFG["mode"] == "freq":
+            assert got == "%.2f" % float(got), f"{got!r} is not Hz with two decimals"
             errors.append(abs(float(got) - freq) / freq)
         else:
             want = expected_line(path)
@@ -441,6 +447,41 @@ class ToneAnalysis(Family):
     verifier_kinds = frozenset({"exact_text", "metric_threshold", "fuzz_equivalence"})
     fixture_kinds = frozenset({"audio", "text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("report", (r"`/app/out/report\.txt`: one line per recording",
+                        r"Lines sorted by path\."),
+             (r"def test_report\(", r"assert got_name == name")),
+        Rule("samples_peak", (r"`samples=` number of samples", r"`peak=` largest absolute sample"),
+             (r'fields = \[\("samples", n\), \("peak"',), when={"mode": "stats"}),
+        Rule("rms_field", (r"`rms=` floor of the root-mean-square",),
+             (r'fields\.append\(\("rms"',), levels=frozenset({2, 3, 4}), when={"mode": "stats"}),
+        Rule("crossings_over", (r"`crossings=` how many adjacent sample pairs differ in sign",
+                                r"`over=` how many samples have absolute value above \d+"),
+             (r'fields\.append\(\("crossings"', r'fields\.append\(\("over"'),
+             levels=frozenset({3, 4}), when={"mode": "stats"}),
+        Rule("mean_field", (r"`mean=` the mean sample value truncated toward zero",),
+             (r'fields\.append\(\("mean"',), levels=frozenset({4}), when={"mode": "stats"}),
+        Rule("frequency", (r"estimated frequency of its tone in Hz with two decimals",
+                           r"every estimate must be within [\d.]+% of the true frequency"),
+             (r'assert rest == "%\.2f" % float\(rest\)', r'assert worst <= CFG\["tolerance"\]'),
+             when={"mode": "freq"}),
+        Rule("loudest", (r"`/app/out/loudest\.txt`: the path of the recording with the largest "
+                         r"RMS \(ties: first by path\)",),
+             (r'read\("/app/out/loudest\.txt"\)', r"key=lambda n: \(-rms\[n\], n\)"),
+             levels=frozenset({2, 3, 4}), when={"mode": "stats"}),
+        Rule("highest", (r"`/app/out/highest\.txt`: the path of the recording with the highest "
+                         r"frequency",),
+             (r'read\("/app/out/highest\.txt"\)',), levels=frozenset({2, 3, 4}),
+             when={"mode": "freq"}),
+        Rule("flagged", (r"`/app/out/flagged\.txt`: paths, one per line in path order",),
+             (r'read\("/app/out/flagged\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r'`/app/out/summary\.json`: `\{"recordings": N, "total_samples": M\}`',),
+             (r'read\("/app/out/summary\.json"\)',), levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`: sha256sum-format lines",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/tone",),
+             (r"def test_program_on_fresh_recordings\(",), when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -770,7 +811,8 @@ def random_cases(rng, count):
 def check_against(text, got, label):
     want = parse(solve_cases(text, CFG["mode"]))
     got = parse(got)
-    assert sorted(got) == sorted(want), f"{label}: expected cases {sorted(want)}, got {sorted(got)}"
+    assert list(got) == list(want), (
+        f"{label}: expected cases {list(want)} in input order, got {list(got)}")
     for name in want:
         if CFG["mode"] == "metric":
             err = abs(got[name] - want[name]) / abs(want[name])
@@ -856,6 +898,33 @@ class LogisticRK4(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
     services = True
+    rules = (
+        Rule("final_files", (r"write `/app/out/batchN\.final` with one line `name value` per "
+                             r"case, in input order",),
+             (r"def test_final_values\(", r"assert list\(got\) == list\(want\)")),
+        Rule("rk4_method", (r"with the classic fourth-order Runge-Kutta method, fixed step h",),
+             (r"close\(got\[name\], want\[name\], 1e-6\)",), when={"mode": "rk4"}),
+        Rule("exact_accuracy", (r"relative error at most \S+ against the exact solution",),
+             (r'assert err <= CFG\["tol"\]',), when={"mode": "metric"}),
+        Rule("trajectory", (r"`/app/out/trajectory\.tsv`: for the first case of batch1, the RK4 "
+                            r"state after every step",),
+             (r'read\("/app/out/trajectory\.tsv"\)',), levels=frozenset({2, 3, 4})),
+        Rule("largest", (r"`/app/out/largest\.txt`: the name of the case with the largest",),
+             (r'read\("/app/out/largest\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r'`/app/out/summary\.json`: `\{"cases": N\}`',),
+             (r'read\("/app/out/summary\.json"\)',), levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`: sha256sum lines for every \.final",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/logistic",),
+             (r"def test_program_fresh\(",), when={"code": True}),
+        Rule("service", (r"HTTP service running on 127\.0\.0\.1:\d+: `GET /solve\?",),
+             (r"def test_service\(",), when={"service": True}),
+        Rule("service_bad_request", (r"a request missing or garbling a parameter gets 400",),
+             (r"assert status == 400",), when={"service": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "implement a fourth-order Runge-Kutta ODE solver": "rk4_method"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1116,7 +1185,8 @@ def clean_fasta(rng):
     return "\n".join(out) + "\n"
 
 
-def evil_fasta(rng, level):
+def evil_fasta(rng, level, index):
+    # an invalid file; index walks through every kind of malformation in turn
     base = clean_fasta(rng).split("\n")[:-1]
     kinds = ["noheader", "badres", "lower", "emptyhdr", "emptyrec", "blank", "nonewline",
              "empty", "spacehdr", "crlf", "tabhdr"]
@@ -1124,7 +1194,7 @@ def evil_fasta(rng, level):
         kinds.append("dup")
     if level >= 3:
         kinds.append("long")
-    kind = rng.choice(kinds)
+    kind = kinds[index % len(kinds)]
     if kind == "noheader":
         base = [rand_seq(rng, 10)] + base
     elif kind == "badres":
@@ -1158,7 +1228,7 @@ def evil_fasta(rng, level):
 
 
 def test_table():
-    if CFG["mode"] != "table":
+    if not CFG["table"]:
         return
     for src, out in CFG["pairs"]:
         text = read(src)
@@ -1179,7 +1249,7 @@ def test_table():
 
 
 def test_verdicts():
-    if CFG["mode"] != "check":
+    if not CFG["check"]:
         return
     lines = [l.split() for l in read("/app/out/verdicts.txt").splitlines() if l.strip()]
     want = [[n.rsplit("/", 1)[1], "BAD" if fasta_problem(open(n, encoding="latin-1",
@@ -1210,7 +1280,9 @@ def test_program():
     missed, rejected = [], []
     for i in range(CFG["fresh"]):
         for kind in ("clean", "evil"):
-            text = clean_fasta(rng) if kind == "clean" else evil_fasta(rng, CFG["level"])
+            text = clean_fasta(rng) if kind == "clean" else evil_fasta(rng, CFG["level"], i)
+            if CFG["table"] and i % 2:  # soft-masked: bases count case-insensitively
+                text = "\n".join(l if l.startswith(">") else l.lower() for l in text.split("\n"))
             path = os.path.join(folder, f"{kind}{i}.fa")
             with open(path, "w", newline="") as handle:
                 handle.write(text)
@@ -1229,7 +1301,8 @@ def test_program():
 """
 
 
-def _fasta_text(rng, records: int, bad: str | None = None) -> str:
+def _fasta_text(rng, records: int, bad: str | None = None, masked: bool = False) -> str:
+    """FASTA text; ``masked`` soft-masks (lower-cases) the tail of every record."""
     out = []
     for i in range(records):
         out.append(
@@ -1237,6 +1310,9 @@ def _fasta_text(rng, records: int, bad: str | None = None) -> str:
             f" sample={rng.choice(['lake', 'soil', 'gut'])}"
         )
         seq = "".join(rng.choice("ACGTACGTGCN") for _ in range(rng.randint(20, 170)))
+        if masked:
+            cut = rng.randint(0, len(seq))
+            seq = seq[:cut] + seq[cut:].lower()
         out += [seq[j : j + 60] for j in range(0, len(seq), 60)]
     if bad == "residue":
         out.insert(2, "ACGTXXACGT")
@@ -1257,6 +1333,67 @@ class FastaRecords(Family):
     verifier_kinds = frozenset({"exact_text", "adversarial_corpus", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        # table mode: per-record tables
+        Rule("table_rows", (r"`/app/out/runK\.tsv` with one tab-separated line per record in "
+                            r"file order: record id \(header text up to the first whitespace\), "
+                            r"sequence length, number of G\+C",),
+             (r"def test_table\(", r'seq\.count\("G"\) \+ seq\.count\("C"\)'),
+             when={"mode": "table"}),
+        Rule("case_insensitive", (r"bases counted case-insensitively",), (r"seq = seq\.upper\(\)",),
+             when={"mode": "table"}),
+        Rule("n_column", (r"number of G\+C, number of N",),
+             (r'row\.append\(str\(seq\.count\("N"\)\)\)',), levels=frozenset({2, 3, 4}),
+             when={"mode": "table"}),
+        Rule("min_length", (r"leave out records shorter than \d+ bases",),
+             (r'>= CFG\["min_len"\]',), levels=frozenset({3, 4}), when={"mode": "table"}),
+        Rule("longest", (r"`/app/out/longest\.txt`: id of the longest record kept",),
+             (r'read\("/app/out/longest\.txt"\)',), levels=frozenset({4}), when={"mode": "table"}),
+        Rule("table_summary",
+             (r'`/app/out/summary\.json`: `\{"records": R, "bases": B, "gc": G\}`',),
+             (r'assert summary == \{{"records"',), levels=frozenset({4}), when={"mode": "table"}),
+        Rule("table_checksums", (r"`/app/out/checksums\.sha256`: sha256sum lines for the \.tsv",),
+             (r'check_manifest\("/app/out/checksums\.sha256", \[out for',),
+             levels=frozenset({4}), when={"mode": "table"}),
+        Rule("table_program", (r"reusable .+? program at `/app/fasta_table",),
+             (r"def test_program\(",), when={"mode": "table", "code": True}),
+        # check mode: a validator that files kept back must fail
+        Rule("validator", (r"I want a validator at `/app/fasta_check",
+                           r"exits 0 when the file is valid, non-zero otherwise"),
+             (r"def test_program\(", r"assert not missed", r"assert not rejected"),
+             when={"mode": "check"}),
+        Rule("valid_newlines", (r"the file is non-empty and ends with a newline; lines end in a "
+                                r"bare LF",),
+             (r'kind == "nonewline"', r'kind == "empty"', r'kind == "crlf"'),
+             when={"mode": "check"}),
+        Rule("valid_headers", (r"every record starts with a header line `>ID`",),
+             (r'kind == "emptyhdr"', r'kind == "spacehdr"', r'kind == "tabhdr"'),
+             when={"mode": "check"}),
+        Rule("valid_residues", (r"sequence lines contain only the uppercase letters A, C, G, T, N; "
+                                r"no blank lines anywhere",),
+             (r'kind == "badres"', r'kind == "lower"', r'kind == "blank"'),
+             when={"mode": "check"}),
+        Rule("valid_records", (r"every record has at least one base; no sequence before the "
+                               r"first header",),
+             (r'kind == "emptyrec"', r'kind == "noheader"'), when={"mode": "check"}),
+        Rule("unique_ids", (r"record IDs are unique within the file",),
+             (r'kinds\.append\("dup"\)',), levels=frozenset({2, 3, 4}), when={"mode": "check"}),
+        Rule("line_length", (r"sequence lines are at most 60 characters",),
+             (r'kinds\.append\("long"\)',), levels=frozenset({3, 4}), when={"mode": "check"}),
+        Rule("verdicts", (r"`/app/out/verdicts\.txt` with lines `FILENAME OK` or `FILENAME BAD`",),
+             (r'read\("/app/out/verdicts\.txt"\)',), when={"mode": "check"}),
+        Rule("accepted", (r"copy every accepted file, unchanged, into `/app/out/accepted/`",),
+             (r'folder = "/app/out/accepted"',), levels=frozenset({3, 4}), when={"mode": "check"}),
+        Rule("verdict_summary", (r'`/app/out/summary\.json` as `\{"ok": N, "bad": M\}`',),
+             (r'assert summary == \{{"ok"',), levels=frozenset({4}), when={"mode": "check"}),
+        Rule("verdict_checksums", (r"`/app/out/checksums\.sha256` \(sha256sum format\) covering "
+                                   r"verdicts\.txt and summary\.json",),
+             (r'\["/app/out/verdicts\.txt", "/app/out/summary\.json"\]',),
+             levels=frozenset({4}), when={"mode": "check"}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "parse FASTA sequence files into structured records": "table_rows"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1268,7 +1405,7 @@ class FastaRecords(Family):
         pairs, samples = [], []
         if mode == "table":
             for f in range(level):
-                files[f"seqs/run{f + 1}.fa"] = _fasta_text(rng, 2 + 2 * level)
+                files[f"seqs/run{f + 1}.fa"] = _fasta_text(rng, 2 + 2 * level, masked=True)
                 pairs.append([f"/app/seqs/run{f + 1}.fa", f"/app/out/run{f + 1}.tsv"])
             prog = program_path(lang, "/app/fasta_table")
         else:
@@ -1280,13 +1417,15 @@ class FastaRecords(Family):
         cfg = {
             "level": level,
             "mode": mode,
+            "table": mode == "table",
+            "check": mode == "check",
             "pairs": pairs,
             "samples": samples,
             "lang": lang,
             "program": prog,
             "code": code,
             "min_len": min_len,
-            "fresh": {1: 10, 2: 16, 3: 24, 4: 32}[level] if code else 0,
+            "fresh": {1: 12, 2: 16, 3: 24, 4: 32}[level] if code else 0,
         }
         cols = "record id (header text up to the first whitespace), sequence length, number of G+C"
         if level >= 2:
@@ -1617,6 +1756,29 @@ class StarField(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"image"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("stars_files", (r"`/app/out/NAME\.stars`: a first line `count N`, then one line "
+                             r"`X Y SIZE` per star ordered by its first pixel",),
+             (r"def test_reports\(",)),
+        Rule("star_definition", (r"a star is a 4-connected group of pixels whose brightness "
+                                 r"\(R\+G\+B\)//3 is at least \d+",),
+             (r"bright = \[sum\(p\) // 3 >= threshold for p in pixels\]",
+              r"\(\(x \+ 1, y\), \(x - 1, y\), \(x, y \+ 1\), \(x, y - 1\)\)")),
+        Rule("centroid", (r"X, Y = centroid column and row .+? with one decimal, rounded half up",),
+             (r"\(20 \* sx \+ n\) // \(2 \* n\)",)),
+        Rule("hot_pixels", (r"single-pixel groups are hot pixels, not stars",),
+             (r"if n < min_size:", r'"min_size": 2'), levels=frozenset({3, 4})),
+        Rule("counts", (r"`/app/out/counts\.txt`: `FILENAME COUNT` per frame in name order",),
+             (r'read\("/app/out/counts\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("richest", (r"`/app/out/richest\.txt`: the file name of the frame with the most",),
+             (r'read\("/app/out/richest\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r'`/app/out/summary\.json`: `\{"images": I, "stars": S\}`',),
+             (r'read\("/app/out/summary\.json"\)',), levels=frozenset({4})),
+        Rule("checksums", (r"`/app/out/checksums\.sha256`: sha256sum lines for the \.stars files",),
+             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/stars",), (r"def test_program_fresh\(",),
+             when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
