@@ -13,9 +13,12 @@ import functools
 import gzip
 import hashlib
 import inspect
+import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import ALL_LEVELS, Rule
 from tmax.generate.families._common import LANGUAGE_NAMES, bullets, numbered, program_path
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -485,6 +488,45 @@ class AuthLogTriage(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     services = True
+    rules = (
+        Rule("inputs_untouched", (r"Leave the input files unchanged\.",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("failed_attempts", (r"A failed attempt is an sshd `Failed password for \.\.\.` line",),
+             (r'failed = re\.match\(r"Failed password for \(invalid user \)\?',
+              r"def test_failed_by_ip\(")),
+        Rule("failed_by_ip", (r"`/app/report/failed_by_ip\.txt`: one line `IP COUNT`",),
+             (r'read\("/app/report/failed_by_ip\.txt"\) == auth_table\(EVENTS\)',)),
+        Rule("repeated_lines", (r"such a line counts as N attempts",),
+             (r'repeated = re\.match\(r"message repeated',), levels=frozenset({2, 3, 4})),
+        Rule("rotated_logs", (r"`auth\.log\.2\.gz` \(oldest, gzipped\)",),
+             (r'text \+= gzip\.decompress\(',), levels=frozenset({3, 4})),
+        Rule("invalid_users", (r"`/app/report/invalid_users\.txt`",),
+             (r'read\("/app/report/invalid_users\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("blocklist", (r"`/app/report/blocklist\.txt`: the addresses with at least \d+",),
+             (r'read\("/app/report/blocklist\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("allowlist", (r"trusted networks in `/app/config/allowlist\.txt`",),
+             (r"if count >= threshold and not auth_allowed\(ip, networks\)",),
+             levels=frozenset({4})),
+        Rule("compromised", (r"`/app/report/compromised\.txt`",),
+             (r'read\("/app/report/compromised\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/report/summary\.json`",),
+             (r'read\("/app/report/summary\.json"\)',), levels=frozenset({4})),
+        Rule("program", (r"a program that takes log file paths as arguments",),
+             (r"def test_program_on_fresh_logs\(",), when={"code": True}),
+        Rule("program_gz", (r"\(a name ending in `\.gz` is gzip-compressed\)",),
+             (r'path = tmp_path / f"c\{{case\}}_\{{i\}}\.log\.gz"',), levels=frozenset({3, 4}),
+             when={"code": True}),
+        Rule("service", (r"listens on 127\.0\.0\.1 port \d+ and answers",),
+             (r"def test_service\(",), when={"serve": True}),
+        Rule("service_blocked", (r"`BLOCKED <ip>`",), (r'requests \+= \[f"BLOCKED \{{ip\}}"',),
+             levels=frozenset({2, 3, 4}), when={"serve": True}),
+        Rule("service_http", (r"served over HTTP on 127\.0\.0\.1 port \d+: `GET /ip/<ip>`",),
+             (r'http_get\(CFG\["ports"\]\[1\], "/ip/" \+ ip\)', r'assert data\.get\("ip"\) == ip'),
+             when={"http": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "extract failed login attempts from auth.log files": "failed_attempts"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -569,7 +611,9 @@ class AuthLogTriage(Family):
                 "sorted distinct users of compromised.txt)."
             )
         body = [
-            "We think someone has been brute-forcing SSH on one of our servers. " + where,
+            "We think someone has been brute-forcing SSH on one of our servers. "
+            + where
+            + " Leave the input files unchanged.",
             "Rules:\n" + bullets(rules),
             "Please produce:\n" + numbered(deliverables),
         ]
@@ -736,6 +780,7 @@ def answer_http(path):
             "paths": paths,
             "hashes": hashes,
             "ports": list(ports),
+            "code": language is not None,
             "serve": serve,
             "http": use_http,
             "fuzz_cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
@@ -745,8 +790,9 @@ def answer_http(path):
             _test_head(language, program)
             + "\n\n"
             + _AUTH_ALL
-            + "\n\nP = "
-            + repr(params)
+            + "\n\nCFG_JSON = "
+            + repr(json.dumps(params))
+            + "\nCFG = json.loads(CFG_JSON)"
             + "\n"
             + _AUTH_TESTS
         )
@@ -772,11 +818,11 @@ def load_logs(paths):
     return text
 
 
-EVENTS = auth_events(load_logs(P["paths"]))
+EVENTS = auth_events(load_logs(CFG["paths"]))
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_failed_by_ip():
@@ -785,52 +831,54 @@ def test_failed_by_ip():
     )
 
 
-@pytest.mark.skipif(P["level"] < 2, reason="level 1 has no blocklist")
 def test_invalid_users_and_blocklist():
-    expected = "".join(u + "\\n" for u in auth_invalid_users(EVENTS))
-    assert read("/app/report/invalid_users.txt") == expected, "invalid_users.txt is wrong"
-    block = auth_blocklist(EVENTS, P["threshold"], P["networks"])
-    assert read("/app/report/blocklist.txt") == "".join(ip + "\\n" for ip in block), (
-        "blocklist.txt is wrong"
-    )
+    if CFG["level"] >= 2:
+        expected = "".join(u + "\\n" for u in auth_invalid_users(EVENTS))
+        assert read("/app/report/invalid_users.txt") == expected, "invalid_users.txt is wrong"
+        block = auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"])
+        assert read("/app/report/blocklist.txt") == "".join(ip + "\\n" for ip in block), (
+            "blocklist.txt is wrong"
+        )
 
 
-@pytest.mark.skipif(P["level"] < 3, reason="compromise detection starts at level 3")
 def test_compromised():
-    expected = "".join(line + "\\n" for line in auth_compromised(EVENTS, P["threshold"]))
-    assert read("/app/report/compromised.txt") == expected, "compromised.txt is wrong"
+    if CFG["level"] >= 3:
+        expected = "".join(line + "\\n" for line in auth_compromised(EVENTS, CFG["threshold"]))
+        assert read("/app/report/compromised.txt") == expected, "compromised.txt is wrong"
 
 
-@pytest.mark.skipif(P["level"] < 4, reason="the summary is a level-4 deliverable")
 def test_summary():
-    summary = json.loads(read("/app/report/summary.json"))
-    failed = auth_failed(EVENTS)
-    block = auth_blocklist(EVENTS, P["threshold"], P["networks"])
-    users = sorted({line.split()[0] for line in auth_compromised(EVENTS, P["threshold"])})
-    expected = {
-        "total_failed": sum(n for _ip, n in failed),
-        "unique_ips": len(failed),
-        "blocked": len(block),
-        "top_ip": failed[0][0],
-        "compromised_users": users,
-    }
-    for key, value in expected.items():
-        assert summary.get(key) == value, f"summary.json {key}: {summary.get(key)!r} != {value!r}"
+    if CFG["level"] >= 4:
+        summary = json.loads(read("/app/report/summary.json"))
+        failed = auth_failed(EVENTS)
+        block = auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"])
+        users = sorted({line.split()[0] for line in auth_compromised(EVENTS, CFG["threshold"])})
+        expected = {
+            "total_failed": sum(n for _ip, n in failed),
+            "unique_ips": len(failed),
+            "blocked": len(block),
+            "top_ip": failed[0][0],
+            "compromised_users": users,
+        }
+        for key, value in expected.items():
+            got = summary.get(key)
+            assert got == value, f"summary.json {key}: {got!r} != {value!r}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_program_on_fresh_logs(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(4242)
-    for case in range(P["fuzz_cases"]):
+    for case in range(CFG["fuzz_cases"]):
         pool = auth_pool(rng, rng.randint(3, 9), rng.randint(2, 5))
-        count = rng.randint(1, 3) if P["level"] >= 3 else 1
+        count = rng.randint(1, 3) if CFG["level"] >= 3 else 1
         texts = [
-            auth_log(rng, pool, rng.randint(20, 90), 5 + i, P["level"] >= 2) for i in range(count)
+            auth_log(rng, pool, rng.randint(20, 90), 5 + i, CFG["level"] >= 2) for i in range(count)
         ]
         paths = []
         for i, text in enumerate(texts):
             path = tmp_path / f"c{case}_{i}.log"
-            if P["level"] >= 3 and i == 0 and count > 1:
+            if CFG["level"] >= 3 and i == 0 and count > 1:
                 path = tmp_path / f"c{case}_{i}.log.gz"
                 path.write_bytes(gzip.compress(text.encode()))
             else:
@@ -845,28 +893,30 @@ def test_program_on_fresh_logs(tmp_path):
         )
 
 
-@pytest.mark.skipif(not P["serve"], reason="no service asked for")
 def test_service():
+    if not CFG["serve"]:
+        return
     failed = dict(auth_failed(EVENTS))
-    block = set(auth_blocklist(EVENTS, P["threshold"], P["networks"]))
+    block = set(auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"]))
     rng = random.Random(7)
     ips = sorted(failed)
     probe = rng.sample(ips, min(6, len(ips))) + ["10.255.255.254", "198.18.0.9"]
     requests = [f"FAILED {ip}" for ip in probe]
-    if P["level"] >= 2:
+    if CFG["level"] >= 2:
         requests += [f"BLOCKED {ip}" for ip in probe]
-    replies = ask_lines(P["ports"][0], requests)
+    replies = ask_lines(CFG["ports"][0], requests)
     for request, reply in zip(requests, replies):
         verb, ip = request.split()
         want = str(failed.get(ip, 0)) if verb == "FAILED" else ("yes" if ip in block else "no")
         assert reply.strip() == want, f"{request!r} answered {reply!r}, expected {want!r}"
-    if P["http"]:
+    if CFG["http"]:
         for ip in probe:
-            status, body = http_get(P["ports"][1], "/ip/" + ip)
+            status, body = http_get(CFG["ports"][1], "/ip/" + ip)
             assert status == 200, f"GET /ip/{ip} returned HTTP {status}"
             data = json.loads(body)
+            assert data.get("ip") == ip, f"HTTP answer for {ip} names another address: {data}"
             assert data.get("failed") == failed.get(ip, 0), f"HTTP failed count for {ip}: {data}"
-            if P["level"] >= 2:
+            if CFG["level"] >= 2:
                 assert data.get("blocked") is (ip in block), f"HTTP blocked flag for {ip}: {data}"
 """
 
@@ -1247,6 +1297,56 @@ class UploadNameFilter(Family):
     verifier_kinds = frozenset({"exact_text", "adversarial_corpus", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("inputs_untouched", (r"Leave the input files unchanged\.",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("first_rule_broken",
+             (r"rejected for the first of these rules \(checked in this order\)",),
+             (r"def upload_verdict\(", r"def test_rejected\(")),
+        *(
+            Rule(f"policy_{rule}", (rf"`{rule}`: ",), (rf'return "{rule}"',), levels=levels)
+            for rule, levels in (
+                ("badbyte", frozenset({2, 3, 4})), ("length", frozenset({3, 4})),
+                ("absolute", ALL_LEVELS), ("drive", frozenset({3, 4})),
+                ("traversal", ALL_LEVELS), ("empty", frozenset({4})), ("hidden", frozenset({4})),
+                ("trailing", frozenset({4})), ("reserved", frozenset({4})),
+                ("extension", frozenset({3, 4})),
+            )
+        ),
+        Rule("backslash_separator", (r"Both `/` and `\\` are separators",),
+             (r'text = text\.replace\("\\\\", "/"\)',), levels=frozenset({2, 3, 4})),
+        Rule("percent_decode", (r"Check the percent-decoded name",),
+             (r'pattern = re\.compile\(rb"%\(\[0-9A-Fa-f\]\{{2\}}\)"\)',),
+             levels=frozenset({2, 3, 4})),
+        Rule("decode_once", (r"Decode exactly once\.",),
+             (r"data = upload_decode\(raw, level >= 3\) if level >= 2",), levels=frozenset({2})),
+        Rule("decode_repeat", (r"Repeat the decoding until the name no longer changes",),
+             (r"data = upload_decode\(raw, level >= 3\) if level >= 2",),
+             levels=frozenset({3, 4})),
+        Rule("queues_in_order", (r"treat them as one list in that order",),
+             (r'for _q in CFG\["queues"\]:',), levels=frozenset({4})),
+        Rule("accepted", (r"`/app/out/accepted\.txt`: the accepted names",),
+             (r"def test_accepted\(",)),
+        Rule("rejected", (r"`/app/out/rejected\.txt`: the rejected names",),
+             (r"def test_rejected\(",)),
+        Rule("rejected_rule", (r"each as `RULE<TAB>NAME`",),
+             (r'expected = "".join\(f"\{{r\}}\\t\{{n\}}\\n"',),
+             levels=frozenset({2, 3, 4})),
+        Rule("rule_counts", (r"`/app/out/rule_counts\.txt`",),
+             (r'read\("/app/out/rule_counts\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("gate_program", (r"The endpoint itself will call a gate program",),
+             (r"def test_gate_on_unseen_names\(",), when={"code": True}),
+        Rule("gate_adversarial", (r"every hostile name must be rejected and every legitimate",),
+             (r"assert not missed, ", r"assert not blocked, "),
+             when={"code": True, "adversarial": True}),
+        Rule("gate_line_by_line", (r"compared line by line with our policy",),
+             (r"assert not wrong, ",), when={"code": True, "adversarial": False}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "detect path traversal sequences in uploaded file names": "policy_traversal"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1312,7 +1412,9 @@ class UploadNameFilter(Family):
             )
         body = [
             "Our upload endpoint stores files under the name the client sends, and a bug bounty "
-            "report showed it can be tricked into writing outside the upload folder. " + where,
+            "report showed it can be tricked into writing outside the upload folder. "
+            + where
+            + " Leave the input files unchanged.",
             " ".join(prep)
             + " A name is rejected for the first of these rules (checked in this order) that "
             "it breaks, identified by the word in front:\n"
@@ -1404,15 +1506,17 @@ class UploadNameFilter(Family):
             "maxlen": maxlen,
             "queues": [f"/app/{q}" for q in queues],
             "hashes": hashes,
-            "mode": ctx.verifier_kind,
+            "adversarial": ctx.verifier_kind == "adversarial_corpus",
+            "code": language is not None,
             "hidden": {1: 80, 2: 120, 3: 160, 4: 200}[level],
         }
         tests = (
             _test_head(language, program)
             + "\n\n"
             + _sources(upload_decode, upload_verdict, upload_line, upload_names)
-            + "\n\nP = "
-            + repr(params)
+            + "\n\nCFG_JSON = "
+            + repr(json.dumps(params))
+            + "\nCFG = json.loads(CFG_JSON)"
             + "\n"
             + _UPLOAD_TESTS
         )
@@ -1423,13 +1527,13 @@ class UploadNameFilter(Family):
 
 _UPLOAD_TESTS = """
 NAMES = []
-for _q in P["queues"]:
+for _q in CFG["queues"]:
     NAMES += Path(_q).read_text().splitlines() if os.path.isfile(_q) else []
-RULES = [upload_verdict(n, P["level"], P["allowed"], P["maxlen"]) for n in NAMES]
+RULES = [upload_verdict(n, CFG["level"], CFG["allowed"], CFG["maxlen"]) for n in NAMES]
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_accepted():
@@ -1438,7 +1542,7 @@ def test_accepted():
 
 
 def test_rejected():
-    if P["level"] >= 2:
+    if CFG["level"] >= 2:
         expected = "".join(f"{r}\\t{n}\\n" for n, r in zip(NAMES, RULES) if r is not None)
     else:
         expected = "".join(n + "\\n" for n, r in zip(NAMES, RULES) if r is not None)
@@ -1454,32 +1558,33 @@ def counts():
     return sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-@pytest.mark.skipif(P["level"] < 3, reason="rule counts start at level 3")
 def test_rule_counts():
-    expected = "".join(f"{r} {c}\\n" for r, c in counts())
-    assert read("/app/out/rule_counts.txt") == expected, "rule_counts.txt is wrong"
+    if CFG["level"] >= 3:
+        expected = "".join(f"{r} {c}\\n" for r, c in counts())
+        assert read("/app/out/rule_counts.txt") == expected, "rule_counts.txt is wrong"
 
 
-@pytest.mark.skipif(P["level"] < 4, reason="the summary is a level-4 deliverable")
 def test_summary():
-    data = json.loads(read("/app/out/summary.json"))
-    rejected = sum(r is not None for r in RULES)
-    assert data.get("total") == len(NAMES), f"total: {data.get('total')}"
-    assert data.get("accepted") == len(NAMES) - rejected, f"accepted: {data.get('accepted')}"
-    assert data.get("rejected") == rejected, f"rejected: {data.get('rejected')}"
-    assert data.get("rules") == dict(counts()), f"rules: {data.get('rules')}"
+    if CFG["level"] >= 4:
+        data = json.loads(read("/app/out/summary.json"))
+        rejected = sum(r is not None for r in RULES)
+        assert data.get("total") == len(NAMES), f"total: {data.get('total')}"
+        assert data.get("accepted") == len(NAMES) - rejected, f"accepted: {data.get('accepted')}"
+        assert data.get("rejected") == rejected, f"rejected: {data.get('rejected')}"
+        assert data.get("rules") == dict(counts()), f"rules: {data.get('rules')}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_gate_on_unseen_names():
+    if not CFG["code"]:
+        return
     rng = random.Random(90210)
-    names = upload_names(rng, P["hidden"], P["allowed"], P["level"])
-    want = [upload_line(n, P["level"], P["allowed"], P["maxlen"]) for n in names]
+    names = upload_names(rng, CFG["hidden"], CFG["allowed"], CFG["level"])
+    want = [upload_line(n, CFG["level"], CFG["allowed"], CFG["maxlen"]) for n in names]
     done = run([], stdin="".join(n + "\\n" for n in names))
     assert done.returncode == 0, f"the gate failed: {done.stderr[-1500:]}"
     got = done.stdout.splitlines()
     assert len(got) == len(names), f"{len(got)} verdict lines for {len(names)} names"
-    if P["mode"] == "adversarial_corpus":
+    if CFG["adversarial"]:
         clean = sum(w == "ACCEPT" for w in want)
         assert 0 < clean < len(names)
         rows = list(zip(names, got, want))
@@ -1769,6 +1874,36 @@ class SealedTokens(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"stripped_binary"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("inputs_untouched", (r"Leave the sealer and the capture unchanged\.",),
+             (r"def test_inputs_untouched\(", r"def test_sealer_matches_the_scheme\(")),
+        Rule("decoded", (r"`/app/out/decoded\.(?P<ext>txt|tsv)`",),
+             (r'read\("/app/out/decoded\.{ext}"\)',)),
+        Rule("key", (r"`/app/out/key\.txt`: the secret key as lowercase hex bytes",),
+             (r'read\("/app/out/key\.txt"\)\.strip\(\) == bytes\(KEY\)\.hex\(\)',),
+             levels=frozenset({1, 2})),
+        Rule("integrity_trailer", (r"a token whose trailer does not match its content",),
+             (r"if \(\(sum\(out\) \+ len\(out\)\) & 0xFF\) \^ key\[0\] != check:",),
+             levels=frozenset({4})),
+        Rule("skip_tampered", (r"\(leave out tampered tokens\)",),
+             (r"good = \[r for r in rows if r\[2\] is not None\]",), levels=frozenset({4})),
+        Rule("tampered", (r"`/app/out/tampered\.txt`",), (r'read\("/app/out/tampered\.txt"\)',),
+             levels=frozenset({4})),
+        Rule("credentials", (r"`/app/out/credentials\.txt`",),
+             (r'read\("/app/out/credentials\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("exfil", (r"`/app/out/exfil\.txt`",), (r'read\("/app/out/exfil\.txt"\)',),
+             levels=frozenset({4})),
+        Rule("decoder", (r"I also need a decoder",), (r"def test_decoder_on_fresh_tokens\(",),
+             when={"code": True}),
+        Rule("decoder_invalid", (r"For a tampered or malformed token print `INVALID`",),
+             (r'expected\.append\("INVALID" if text is None else text\)',),
+             levels=frozenset({4}), when={"code": True}),
+        Rule("decoder_without_sealer", (r"It must work without `/app/bin/sealer`",),
+             (r"os\.chmod\(SEALER, 0o600\)",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "recover XOR-obfuscated strings from a binary blob": "decoded"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1808,7 +1943,8 @@ class SealedTokens(Family):
             "During an incident we found an implant's helper on a host; a copy is at "
             "`/app/bin/sealer` (stripped, no source). Run as `/app/bin/sealer TEXT`, it prints "
             "the token the implant sends over the wire for TEXT. It obviously obfuscates the "
-            "text with a secret, but we don't know how."
+            "text with a secret, but we don't know how. Leave the sealer and the capture "
+            "unchanged."
         )
         if level >= 4:
             intro += (
@@ -1936,6 +2072,9 @@ class SealedTokens(Family):
             "key": key,
             "step": step,
             "hashes": hashes,
+            "captured": level <= 2,
+            "session": level >= 3,
+            "code": language is not None,
             "fuzz": {1: 30, 2: 60, 3: 100, 4: 150}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
@@ -1943,8 +2082,9 @@ class SealedTokens(Family):
             _test_head(language, program)
             + "\n\n"
             + _sources(seal, unseal, seal_texts, seal_tamper)
-            + "\n\nP = "
-            + repr(params)
+            + "\n\nCFG_JSON = "
+            + repr(json.dumps(params))
+            + "\nCFG = json.loads(CFG_JSON)"
             + "\n"
             + _SEAL_TESTS
         )
@@ -1961,12 +2101,12 @@ class SealedTokens(Family):
 
 
 _SEAL_TESTS = """
-KEY, STEP, LEVEL = P["key"], P["step"], P["level"]
+KEY, STEP, LEVEL = CFG["key"], CFG["step"], CFG["level"]
 SEALER = "/app/bin/sealer"
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_sealer_matches_the_scheme():
@@ -1976,8 +2116,9 @@ def test_sealer_matches_the_scheme():
         assert done.stdout.strip() == seal(text, KEY, STEP, LEVEL), "the sealer binary was altered"
 
 
-@pytest.mark.skipif(LEVEL > 2, reason="levels 3-4 use the capture log")
 def test_decoded_and_key():
+    if not CFG["captured"]:
+        return
     tokens = Path("/app/capture/captured.txt").read_text().split()
     expected = "".join(unseal(t, KEY, STEP, LEVEL) + "\\n" for t in tokens)
     assert read("/app/out/decoded.txt") == expected, "decoded.txt is wrong"
@@ -1992,8 +2133,9 @@ def session():
     return rows
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="levels 1-2 have no capture log")
 def test_capture_reports():
+    if not CFG["session"]:
+        return
     rows = session()
     good = [r for r in rows if r[2] is not None]
     expected = "".join(f"{n}\\t{s}\\t{t}\\n" for n, s, t in good)
@@ -2005,17 +2147,18 @@ def test_capture_reports():
         elif text.startswith("PASS ") and source in users:
             creds.append(f"{source} {users[source]} {text[5:]}\\n")
     assert read("/app/out/credentials.txt") == "".join(creds), "credentials.txt is wrong"
-    if LEVEL >= 4:
+    if CFG["level"] >= 4:
         bad = "".join(f"{n}\\n" for n, _s, t in rows if t is None)
         assert read("/app/out/tampered.txt") == bad, "tampered.txt is wrong"
         paths = sorted({t[4:] for _n, _s, t in good if t.startswith("GET ")})
         assert read("/app/out/exfil.txt") == "".join(p + "\\n" for p in paths), "exfil.txt is wrong"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_decoder_on_fresh_tokens():
+    if not CFG["code"]:
+        return
     rng = random.Random(31337)
-    texts = seal_texts(rng, P["fuzz"])
+    texts = seal_texts(rng, CFG["fuzz"])
     tokens = [seal(t, KEY, STEP, LEVEL) for t in texts]
     if LEVEL >= 4:
         tokens = [seal_tamper(rng, t) if rng.random() < 0.3 else t for t in tokens]
@@ -2299,6 +2442,46 @@ class PasswordAudit(Family):
     verifier_kinds = frozenset({"exact_text", "metric_threshold"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("inputs_untouched", (r"Leave the input files unchanged\.",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("dump_format", (r"one account per line as `user:\$ALG\$HEX`",),
+             (r"def pw_parse\(",)),
+        Rule("salted", (r"Some entries are salted: `user:\$sha256s\$SALT\$HEX`",),
+             (r"pw_hash\(alg, candidate, salt\) == digest",), levels=frozenset({4})),
+        Rule("wordlist", (r"a word from `/app/audit/wordlist\.txt`",),
+             (r"WORDS = Path\(\"/app/audit/wordlist\.txt\"\)",)),
+        Rule("capitalized", (r"sometimes with its first letter capitalized",),
+             (r"forms\.append\(word\[:1\]\.upper\(\) \+ word\[1:\]\)",),
+             levels=frozenset({2, 3, 4})),
+        Rule("digit", (r"sometimes followed by a single digit",),
+             (r"out \+= \[str\(n\) for n in range\(10\)\]",), levels=frozenset({2, 3, 4})),
+        Rule("leetspeak", (r"sometimes in leetspeak",),
+             (r'\("a", "4"\), \("e", "3"\), \("i", "1"\), \("o", "0"\), \("s", "5"\)',),
+             levels=frozenset({3, 4})),
+        Rule("bang", (r"sometimes ending in a single `!`",),
+             (r'out \+= \[s \+ "!" for s in out\]',), levels=frozenset({3, 4})),
+        Rule("backwards", (r"sometimes with the word spelled backwards",),
+             (r"back = word\[::-1\]",), levels=frozenset({4})),
+        Rule("cracked", (r"`/app/audit/cracked\.txt`: one `user:password` line per account",
+                         r"sorted by user \(every line must be right\)"),
+             (r"def test_cracked\(", r'wrong password for \{{user\}}', r"lines are not sorted")),
+        Rule("crack_at_least", (r"I need at least \d+ of the \d+ accounts recovered",),
+             (r'assert len\(found\) >= CFG\["required"\]',), when={"metric": True}),
+        Rule("crack_every", (r"Recover every account whose password follows those habits",),
+             (r"expected = pw_crack\(DUMP, WORDS, LEVEL\)",), when={"metric": False}),
+        Rule("uncracked", (r"`/app/audit/uncracked\.txt`",),
+             (r'read\("/app/audit/uncracked\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("shared", (r"`/app/audit/shared\.txt`",), (r'read\("/app/audit/shared\.txt"\)',),
+             levels=frozenset({3, 4})),
+        Rule("report", (r"`/app/audit/report\.json`",), (r'read\("/app/audit/report\.json"\)',),
+             levels=frozenset({4})),
+        Rule("program", (r"so I also want a program: given a dump and a wordlist",),
+             (r"def test_program_on_a_fresh_dump\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "crack weak unsalted password hashes with a small wordlist": "cracked"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -2339,7 +2522,7 @@ class PasswordAudit(Family):
             "A credential dump from our legacy customer portal leaked, and I need to know how "
             "weak those passwords are before we force resets. `/app/audit/dump.txt` has one "
             f"account per line as `user:$ALG$HEX`, where ALG is {algs} and HEX the hex digest "
-            f"of the UTF-8 password.{salted}",
+            f"of the UTF-8 password.{salted} Leave the input files unchanged.",
             "From the old helpdesk tickets we know the users' habits: a password is\n"
             + bullets(habits)
             + "\nSome users picked strong random passwords; don't waste time on those.",
@@ -2433,6 +2616,7 @@ class PasswordAudit(Family):
             "level": level,
             "hashes": hashes,
             "metric": metric,
+            "code": language is not None,
             "required": required,
             "share": share,
             "fresh_words": {1: 30, 2: 20, 3: 8, 4: 5}[level],
@@ -2451,8 +2635,9 @@ class PasswordAudit(Family):
                 pw_crack,
             )
             + f"\n\nPW_WORDS = {PW_WORDS!r}\n"
-            + "\nP = "
-            + repr(params)
+            + "\nCFG_JSON = "
+            + repr(json.dumps(params))
+            + "\nCFG = json.loads(CFG_JSON)"
             + "\n"
             + _PW_TESTS
         )
@@ -2462,7 +2647,7 @@ class PasswordAudit(Family):
 
 
 _PW_TESTS = '''
-LEVEL = P["level"]
+LEVEL = CFG["level"]
 DUMP = Path("/app/audit/dump.txt").read_text() if os.path.isfile("/app/audit/dump.txt") else ""
 WORDS = Path("/app/audit/wordlist.txt").read_text().split() if DUMP else []
 ENTRIES = {user: (alg, salt, digest) for user, alg, salt, digest in pw_parse(DUMP)}
@@ -2488,15 +2673,15 @@ def cracked():
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_cracked():
     found = cracked()
-    if P["metric"]:
+    if CFG["metric"]:
         print(f"metric: recovered {len(found)} of {len(ENTRIES)} accounts")
-        assert len(found) >= P["required"], (
-            f"recovered {len(found)} accounts, need at least {P['required']}"
+        assert len(found) >= CFG["required"], (
+            f"recovered {len(found)} accounts, need at least {CFG['required']}"
         )
     else:
         expected = pw_crack(DUMP, WORDS, LEVEL)
@@ -2504,45 +2689,46 @@ def test_cracked():
         assert not missing, f"these accounts follow the habits but were not recovered: {missing}"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="level 1 has one deliverable")
 def test_uncracked():
-    found = cracked()
-    expected = "".join(u + "\\n" for u in sorted(set(ENTRIES) - set(found)))
-    assert read("/app/audit/uncracked.txt") == expected, "uncracked.txt is wrong"
+    if CFG["level"] >= 2:
+        found = cracked()
+        expected = "".join(u + "\\n" for u in sorted(set(ENTRIES) - set(found)))
+        assert read("/app/audit/uncracked.txt") == expected, "uncracked.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="shared passwords start at level 3")
 def test_shared():
-    groups = {}
-    for user, password in cracked().items():
-        groups.setdefault(password, []).append(user)
-    expected = "".join(
-        f"{pw} {','.join(sorted(us))}\\n" for pw, us in sorted(groups.items()) if len(us) > 1
-    )
-    assert read("/app/audit/shared.txt") == expected, "shared.txt is wrong"
+    if CFG["level"] >= 3:
+        groups = {}
+        for user, password in cracked().items():
+            groups.setdefault(password, []).append(user)
+        expected = "".join(
+            f"{pw} {','.join(sorted(us))}\\n" for pw, us in sorted(groups.items()) if len(us) > 1
+        )
+        assert read("/app/audit/shared.txt") == expected, "shared.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="the report is a level-4 deliverable")
 def test_report():
-    found = cracked()
-    data = json.loads(read("/app/audit/report.json"))
-    assert data.get("total") == len(ENTRIES), f"total: {data.get('total')}"
-    assert data.get("cracked") == len(found), f"cracked: {data.get('cracked')}"
-    assert abs(float(data.get("percent", -1)) - 100 * len(found) / len(ENTRIES)) < 0.051, (
-        f"percent: {data.get('percent')}"
-    )
-    by = {}
-    for user, (alg, _salt, _digest) in ENTRIES.items():
-        slot = by.setdefault(alg, {"total": 0, "cracked": 0})
-        slot["total"] += 1
-        slot["cracked"] += user in found
-    assert data.get("by_algorithm") == by, f"by_algorithm: {data.get('by_algorithm')} != {by}"
+    if CFG["level"] >= 4:
+        found = cracked()
+        data = json.loads(read("/app/audit/report.json"))
+        assert data.get("total") == len(ENTRIES), f"total: {data.get('total')}"
+        assert data.get("cracked") == len(found), f"cracked: {data.get('cracked')}"
+        assert abs(float(data.get("percent", -1)) - 100 * len(found) / len(ENTRIES)) < 0.051, (
+            f"percent: {data.get('percent')}"
+        )
+        by = {}
+        for user, (alg, _salt, _digest) in ENTRIES.items():
+            slot = by.setdefault(alg, {"total": 0, "cracked": 0})
+            slot["total"] += 1
+            slot["cracked"] += user in found
+        assert data.get("by_algorithm") == by, f"by_algorithm: {data.get('by_algorithm')} != {by}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_program_on_a_fresh_dump(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(2718)
-    words = rng.sample(list(PW_WORDS), P["fresh_words"])
+    words = rng.sample(list(PW_WORDS), CFG["fresh_words"])
     rows = pw_accounts(rng, words, LEVEL, 10)
     dump = tmp_path / "dump.txt"
     dump.write_text(pw_dump(rows))
@@ -2553,8 +2739,8 @@ def test_program_on_a_fresh_dump(tmp_path):
     entries = {u: (a, s, d) for u, a, s, d in pw_parse(dump.read_text())}
     found = check_lines(done.stdout, entries)
     expected = pw_crack(dump.read_text(), words, LEVEL)
-    if P["metric"]:
-        need = -(-int(P["share"] * len(expected) * 100) // 100)
+    if CFG["metric"]:
+        need = -(-int(CFG["share"] * len(expected) * 100) // 100)
         print(f"metric: program recovered {len(found)} of {len(expected)} crackable accounts")
         assert len(found) >= need, f"the program recovered {len(found)}, need {need}"
     else:
