@@ -9,8 +9,12 @@ helpers) lives in the security module and is reused here.
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import bullets, numbered, program_path
 from tmax.generate.families.security import (
     _SERVER_FRAME,
@@ -27,6 +31,12 @@ from tmax.generate.families.security import (
     _test_head,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
+
+
+def _settings(params: dict) -> str:
+    """The tests' settings: ``CFG_JSON`` (read by the instruction–test audit) and ``CFG``."""
+    return f"CFG_JSON = {json.dumps(params)!r}\nCFG = json.loads(CFG_JSON)\n"
+
 
 # =====================================================================================
 # file_operations.duplicate_files
@@ -159,6 +169,35 @@ class DuplicateFiles(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     services = True
+    rules = (
+        Rule("duplicates_txt", (r"`/app/report/duplicates\.txt`: one line per group",),
+             (r"def test_duplicates\(",)),
+        Rule("same_content", (r"duplicates when their contents are byte-for-byte identical",),
+             (r"by_content\.setdefault\(data, \[\]\)",)),
+        Rule("library_intact", (r"Leave the library itself as it is",),
+             (r"def test_library_intact\(",)),
+        Rule("empty_files", (r"Empty files are never duplicates",),
+             (r"not \(level >= 2 and not data\)",), levels=frozenset({2, 3, 4})),
+        Rule("wasted_bytes", (r"`/app/report/wasted_bytes\.txt`",),
+             (r'read\("/app/report/wasted_bytes\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("ignored_folders", (r"Ignore everything inside folders named `\.cache` or `@eaDir`",),
+             (r"if level >= 3 and any\(part in DD_EXCLUDED",), levels=frozenset({3, 4})),
+        Rule("keep_txt", (r"`/app/report/keep\.txt`",), (r'read\("/app/report/keep\.txt"\)',),
+             levels=frozenset({3, 4})),
+        Rule("symlinks", (r"Symbolic links are not files: ignore them",),
+             (r'for link in CFG\["links"\]:',), levels=frozenset({4})),
+        Rule("cleanup", (r"move every other copy from `/app/photos/PATH` to `/app/trash/PATH`",),
+             (r'read\("/app/report/moved\.txt"\)',), levels=frozenset({4})),
+        Rule("summary_json", (r"`/app/report/summary\.json`",),
+             (r'read\("/app/report/summary\.json"\)',), levels=frozenset({4})),
+        Rule("program", (r"I also need a program that takes a directory",),
+             (r"def test_program_on_fresh_trees\(",), when={"code": True}),
+        Rule("group_service", (r"leave a service running on 127\.0\.0\.1 port \d+",),
+             (r"def test_service\(",), when={"service": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "find duplicate files by comparing content checksums": "same_content"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -185,6 +224,10 @@ class DuplicateFiles(Family):
             )
         if level >= 4:
             rules.append("Symbolic links are not files: ignore them.")
+        rules.append(
+            "Leave the library itself as it is"
+            + (", apart from the clean-up below." if level >= 4 else ".")
+        )
         deliverables = [
             "`/app/report/duplicates.txt`: one line per group of duplicates, listing its paths "
             "(relative to `/app/photos`) sorted and separated by a TAB; groups sorted by their "
@@ -332,7 +375,8 @@ def answer_http(path):
             "manifest": manifest,
             "links": [link for link, _ in links],
             "port": port,
-            "serve": serve,
+            "code": language is not None,
+            "service": serve,
             "cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
@@ -341,9 +385,8 @@ def answer_http(path):
             + "\n\n"
             + f"DD_EXCLUDED = {DD_EXCLUDED!r}\n\n"
             + _sources(dd_tree, dd_considered, dd_groups, dd_text, dd_keep, dd_scan)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _DD_TESTS
         )
         return Draft(
@@ -357,8 +400,8 @@ def answer_http(path):
 
 
 _DD_TESTS = """
-LEVEL = P["level"]
-MANIFEST = P["manifest"]
+LEVEL = CFG["level"]
+MANIFEST = CFG["manifest"]
 EMPTY = hashlib.sha256(b"").hexdigest()
 # the content digest stands for the content; empty files keep an empty marker
 CONTENT = {p: (b"" if d == EMPTY else d) for p, d in MANIFEST.items()}
@@ -395,39 +438,41 @@ def size_of(path):
     raise AssertionError(f"{path} vanished")
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="wasted bytes start at level 2")
 def test_wasted():
-    got = read("/app/report/wasted_bytes.txt").strip()
-    assert got == str(wasted()), f"wasted_bytes.txt says {got}, expected {wasted()}"
+    if CFG["level"] >= 2:
+        got = read("/app/report/wasted_bytes.txt").strip()
+        assert got == str(wasted()), f"wasted_bytes.txt says {got}, expected {wasted()}"
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="the keep list starts at level 3")
 def test_keep():
-    expected = "".join(dd_keep(g) + "\\n" for g in GROUPS)
-    assert read("/app/report/keep.txt") == expected, "keep.txt is wrong"
+    if CFG["level"] >= 3:
+        expected = "".join(dd_keep(g) + "\\n" for g in GROUPS)
+        assert read("/app/report/keep.txt") == expected, "keep.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="the clean-up is a level-4 deliverable")
 def test_cleanup():
-    moved = sorted(p for g in GROUPS for p in g if p != dd_keep(g))
-    assert read("/app/report/moved.txt") == "".join(p + "\\n" for p in moved), "moved.txt is wrong"
-    for path in moved:
-        assert os.path.isfile("/app/trash/" + path), f"{path} is not in /app/trash"
-        assert not os.path.exists("/app/photos/" + path), f"{path} is still in /app/photos"
-    for group in GROUPS:
-        assert os.path.isfile("/app/photos/" + dd_keep(group)), f"{dd_keep(group)} was moved"
-    for link in P["links"]:
-        assert os.path.islink("/app/photos/" + link), f"the symlink {link} was touched"
-    data = json.loads(read("/app/report/summary.json"))
-    want = {"groups": len(GROUPS), "moved": len(moved), "wasted_bytes": wasted()}
-    for key, value in want.items():
-        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value}"
+    if CFG["level"] >= 4:
+        moved = sorted(p for g in GROUPS for p in g if p != dd_keep(g))
+        want = "".join(p + "\\n" for p in moved)
+        assert read("/app/report/moved.txt") == want, "moved.txt is wrong"
+        for path in moved:
+            assert os.path.isfile("/app/trash/" + path), f"{path} is not in /app/trash"
+            assert not os.path.exists("/app/photos/" + path), f"{path} is still in /app/photos"
+        for group in GROUPS:
+            assert os.path.isfile("/app/photos/" + dd_keep(group)), f"{dd_keep(group)} was moved"
+        for link in CFG["links"]:
+            assert os.path.islink("/app/photos/" + link), f"the symlink {link} was touched"
+        data = json.loads(read("/app/report/summary.json"))
+        want = {"groups": len(GROUPS), "moved": len(moved), "wasted_bytes": wasted()}
+        for key, value in want.items():
+            assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_program_on_fresh_trees(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(99)
-    for case in range(P["cases"]):
+    for case in range(CFG["cases"]):
         tree, links = dd_tree(rng, LEVEL, rng.randint(3, 30))
         root = tmp_path / f"tree{case}"
         for path, data in tree.items():
@@ -445,8 +490,9 @@ def test_program_on_fresh_trees(tmp_path):
         )
 
 
-@pytest.mark.skipif(not P["serve"], reason="no service asked for")
 def test_service():
+    if not CFG["service"]:
+        return
     rng = random.Random(3)
     members = {p: len(g) for g in GROUPS for p in g}
     considered = [p for p in CONTENT if dd_considered(p, b"x", LEVEL)]
@@ -455,7 +501,7 @@ def test_service():
     probe = rng.sample(sorted(members), min(4, len(members))) + uniques[:3] + ignored[:2]
     probe.append("no/such/file.jpg")
     requests = [f"GROUP {p}" for p in probe] + ["WASTED"]
-    replies = ask_lines(P["port"], requests)
+    replies = ask_lines(CFG["port"], requests)
     for request, reply in zip(requests, replies):
         path = request[6:]
         if request == "WASTED":
@@ -911,6 +957,38 @@ class FixedWidth(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("records_csv", (r"`/app/out/records\.csv`: ",), (r"def test_records_csv\(",)),
+        Rule("field_types", (r"`money`: implied two decimals",), (r"value = fw_money\(cents\)",)),
+        Rule("inputs_untouched", (r"Leave the files in `/app/export/` as they are",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("csv_quoting", (r"a value containing a comma or a double quote is wrapped",),
+             (r"""if "," in value or '"' in value:""",), levels=frozenset({2, 3, 4})),
+        Rule("crlf", (r"CRLF line endings",), (r'if level >= 2 and raw\.endswith\(b"\\r"\)',),
+             levels=frozenset({2, 3, 4})),
+        Rule("dept_totals", (r"`/app/out/dept_totals\.txt`",),
+             (r'read\("/app/out/dept_totals\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("record_types", (r"only `D` lines are records",),
+             (r'level >= 3 and raw\[:1\] != b"D"',), levels=frozenset({3, 4})),
+        Rule("file_column", (r"extra first column `file`",),
+             (r'expected = fw_csv\(\["file"\] \+ header\)',), levels=frozenset({3, 4})),
+        Rule("validation", (r"`/app/out/validation\.txt`",),
+             (r'read\("/app/out/validation\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("latin1_to_utf8", (r"Text is latin-1 encoded; the CSV must be UTF-8",),
+             (r"pool \+= FW_ACCENTED",), levels=frozenset({4})),
+        Rule("reject_damaged", (r"Some D records are damaged and must be rejected",),
+             (r'read\("/app/out/rejects\.txt"\)',), levels=frozenset({4})),
+        Rule("rejects_txt", (r"`/app/out/rejects\.txt`",), (r'read\("/app/out/rejects\.txt"\)',),
+             levels=frozenset({4})),
+        Rule("summary_json", (r"`/app/out/summary\.json`",),
+             (r'read\("/app/out/summary\.json"\)',), levels=frozenset({4})),
+        Rule("program", (r"`fw2csv LAYOUT FILE` prints the CSV",),
+             (r"def test_converter_on_fresh_files\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "extract fields from fixed-width text records": "field_types",
+        "normalize Windows line endings to Unix style": "crlf",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -961,16 +1039,24 @@ class FixedWidth(Family):
                 "length, else `amount` (not an optional `-` followed by digits) or `date` (not "
                 "a real calendar date), whichever field comes first in the layout."
             )
+        notes.append("Leave the files in `/app/export/` as they are.")
         body = [
             f"{where}, in fixed-width columns described by `/app/export/layout.txt` "
             "(`field start width type`, start is 1-based). Types:\n"
             + bullets(kinds)
-            + ("\n\n" + " ".join(notes) if notes else ""),
+            + "\n\n"
+            + " ".join(notes),
         ]
+        # only level 2+ names contain commas and quotes, so only there is quoting tested
         csv_rule = (
             "CSV rules: a header line with the field names in layout order, then one line per "
-            "record; a value containing a comma or a double quote is wrapped in double quotes "
-            "with inner quotes doubled."
+            "record"
+            + (
+                "; a value containing a comma or a double quote is wrapped in double quotes "
+                "with inner quotes doubled."
+                if level >= 2
+                else "."
+            )
         )
         deliverables = []
         if level <= 2:
@@ -1078,6 +1164,7 @@ class FixedWidth(Family):
             "level": level,
             "hashes": hashes,
             "names": names,
+            "code": language is not None,
             "cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
@@ -1097,9 +1184,8 @@ class FixedWidth(Family):
                 fw_csv,
                 fw_csv_text,
             )
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _FW_TESTS
         )
         return Draft(
@@ -1108,9 +1194,11 @@ class FixedWidth(Family):
 
 
 _FW_TESTS = """
-LEVEL = P["level"]
+LEVEL = CFG["level"]
 LAYOUT = fw_parse_layout(Path("/app/export/layout.txt").read_text())
-CONVERTED = {n: fw_convert(Path("/app/export", n).read_bytes(), LAYOUT, LEVEL) for n in P["names"]}
+CONVERTED = {
+    n: fw_convert(Path("/app/export", n).read_bytes(), LAYOUT, LEVEL) for n in CFG["names"]
+}
 
 
 def read_utf8(path):
@@ -1120,11 +1208,11 @@ def read_utf8(path):
 
 
 def good_rows():
-    return [(n, row) for n in P["names"] for row in CONVERTED[n][1]]
+    return [(n, row) for n in CFG["names"] for row in CONVERTED[n][1]]
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_records_csv():
@@ -1137,18 +1225,18 @@ def test_records_csv():
     assert read_utf8("/app/out/records.csv") == expected, "records.csv is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="department totals start at level 2")
 def test_dept_totals():
-    totals = {}
-    for _n, (_values, cents, dept) in good_rows():
-        totals[dept] = totals.get(dept, 0) + cents
-    expected = "".join(f"{d} {fw_money(c)}\\n" for d, c in sorted(totals.items()))
-    assert read("/app/out/dept_totals.txt") == expected, "dept_totals.txt is wrong"
+    if CFG["level"] >= 2:
+        totals = {}
+        for _n, (_values, cents, dept) in good_rows():
+            totals[dept] = totals.get(dept, 0) + cents
+        expected = "".join(f"{d} {fw_money(c)}\\n" for d, c in sorted(totals.items()))
+        assert read("/app/out/dept_totals.txt") == expected, "dept_totals.txt is wrong"
 
 
 def validation():
     rows = []
-    for name in P["names"]:
+    for name in CFG["names"]:
         data = Path("/app/export", name).read_bytes().decode("latin-1")
         lines = [l.rstrip("\\r") for l in data.split("\\n")]
         count = sum(1 for l in lines if l.startswith("D"))
@@ -1159,32 +1247,33 @@ def validation():
     return rows
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="validation starts at level 3")
 def test_validation():
-    expected = "".join(f"{n} {c} {fw_money(t)} {s}\\n" for n, c, t, s in validation())
-    assert read("/app/out/validation.txt") == expected, "validation.txt is wrong"
+    if CFG["level"] >= 3:
+        expected = "".join(f"{n} {c} {fw_money(t)} {s}\\n" for n, c, t, s in validation())
+        assert read("/app/out/validation.txt") == expected, "validation.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="rejects and the summary are level-4 deliverables")
 def test_rejects_and_summary():
-    rejects = [f"{n}:{line} {why}\\n" for n in P["names"] for line, why in CONVERTED[n][2]]
-    assert read("/app/out/rejects.txt") == "".join(rejects), "rejects.txt is wrong"
-    data = json.loads(read("/app/out/summary.json"))
-    want = {
-        "files": len(P["names"]),
-        "records": len(good_rows()),
-        "rejected": len(rejects),
-        "total": fw_money(sum(row[1] for _n, row in good_rows())),
-        "mismatched": [n for n, _c, _t, s in validation() if s == "MISMATCH"],
-    }
-    for key, value in want.items():
-        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+    if CFG["level"] >= 4:
+        rejects = [f"{n}:{line} {why}\\n" for n in CFG["names"] for line, why in CONVERTED[n][2]]
+        assert read("/app/out/rejects.txt") == "".join(rejects), "rejects.txt is wrong"
+        data = json.loads(read("/app/out/summary.json"))
+        want = {
+            "files": len(CFG["names"]),
+            "records": len(good_rows()),
+            "rejected": len(rejects),
+            "total": fw_money(sum(row[1] for _n, row in good_rows())),
+            "mismatched": [n for n, _c, _t, s in validation() if s == "MISMATCH"],
+        }
+        for key, value in want.items():
+            assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_converter_on_fresh_files(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(7070)
-    for case in range(P["cases"]):
+    for case in range(CFG["cases"]):
         layout = fw_layout(rng, LEVEL)
         layout_path = tmp_path / f"layout{case}.txt"
         layout_path.write_text(fw_layout_text(layout))
@@ -1458,6 +1547,43 @@ class ArchiveGuard(Family):
     verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("verdicts_txt", (r"`/app/out/verdicts\.txt`: one line per archive",),
+             (r"def test_verdicts\(",)),
+        Rule("absolute", (r"`absolute`: a member name starts with `/`",),
+             (r'"absolute": any\(n\.startswith\("/"\)',)),
+        Rule("traversal", (r"`traversal`: a member name has a `\.\.` path component",),
+             (r'"traversal": any\("\.\." in n\.split\("/"\)',)),
+        Rule("inputs_untouched", (r"Leave the uploads in `/app/incoming/` as they are",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("link", (r"`link`: a symbolic link whose target",), (r'broken\["link"\] = any\(',),
+             levels=frozenset({2, 3, 4})),
+        Rule("rule_named", (r"`NAME REJECT RULE`",), (r'REJECT \{{rule\}}\\n" if LEVEL >= 2',),
+             levels=frozenset({2, 3, 4})),
+        Rule("extract_ok", (r"Extract every OK archive into `/app/extracted/STEM/`",),
+             (r'target = Path\("/app/extracted", stem\(name\)\)',), levels=frozenset({2, 3, 4})),
+        Rule("special", (r"`special`: a member is a device file or a FIFO",),
+             (r'broken\["special"\] = any\(',), levels=frozenset({3, 4})),
+        Rule("count", (r"`count`: the archive has more than \d+ members",),
+             (r'broken\["count"\] = len\(members\) > limits\[0\]',), levels=frozenset({3, 4})),
+        Rule("size", (r"`size`: its regular files add up to more than \d+ bytes",),
+             (r'broken\["size"\] = sum\(',), levels=frozenset({3, 4})),
+        Rule("inventory_tsv", (r"`/app/out/inventory\.tsv`",),
+             (r'read\("/app/out/inventory\.tsv"\)',), levels=frozenset({3, 4})),
+        Rule("duplicate", (r"`duplicate`: two members have the same name",),
+             (r'broken\["duplicate"\] = len\(set\(names\)\) != len\(names\)',),
+             levels=frozenset({4})),
+        Rule("summary_json", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("checker", (r"The upload service will call a checker program",),
+             (r"def test_checker_on_unseen_archives\(",), when={"code": True}),
+        Rule("checker_policy", (r"compared with our policy on archives you have not seen",),
+             (r"elif got != want:",), when={"code": True, "mode": "exact_text"}),
+        Rule("checker_hostile",
+             (r"every hostile one must be rejected and every clean one accepted",),
+             (r'if CFG\["mode"\] == "adversarial_corpus":',),
+             when={"code": True, "mode": "adversarial_corpus"}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1494,7 +1620,7 @@ class ArchiveGuard(Family):
             "its members exactly as recorded. An archive is rejected for the first of these "
             "rules (in this order) that it breaks:\n"
             + bullets(f"`{r}`: {rules[r]}" for r in active)
-            + "\nOtherwise it is OK."
+            + "\nOtherwise it is OK. Leave the uploads in `/app/incoming/` as they are."
         ]
         deliverables = [
             "`/app/out/verdicts.txt`: one line per archive, sorted by file name: `NAME OK` or "
@@ -1592,6 +1718,7 @@ class ArchiveGuard(Family):
             "hashes": hashes,
             "names": sorted(name for name, _ in corpus),
             "mode": ctx.verifier_kind,
+            "code": language is not None,
             "hidden": {1: 12, 2: 16, 3: 20, 4: 24}[level],
         }
         tests = (
@@ -1599,9 +1726,8 @@ class ArchiveGuard(Family):
             + "\n\n"
             + f"AG_RULES = {AG_RULES!r}\n\n"
             + _sources(ag_build, ag_members, ag_escapes, ag_verdict, ag_corpus)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _AG_TESTS
         )
         return Draft(
@@ -1610,9 +1736,9 @@ class ArchiveGuard(Family):
 
 
 _AG_TESTS = """
-LEVEL = P["level"]
-LIMITS = tuple(P["limits"])
-MEMBERS = {n: ag_members(Path("/app/incoming", n).read_bytes()) for n in P["names"]}
+LEVEL = CFG["level"]
+LIMITS = tuple(CFG["limits"])
+MEMBERS = {n: ag_members(Path("/app/incoming", n).read_bytes()) for n in CFG["names"]}
 VERDICTS = {n: ag_verdict(m, LEVEL, LIMITS) for n, m in MEMBERS.items()}
 
 
@@ -1621,12 +1747,12 @@ def stem(name):
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_verdicts():
     rows = []
-    for name in P["names"]:
+    for name in CFG["names"]:
         rule = VERDICTS[name]
         if rule is None:
             rows.append(f"{name} OK\\n")
@@ -1635,24 +1761,24 @@ def test_verdicts():
     assert read("/app/out/verdicts.txt") == "".join(rows), "verdicts.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="extraction starts at level 2")
 def test_extraction():
-    for name, members in MEMBERS.items():
-        target = Path("/app/extracted", stem(name))
-        if VERDICTS[name] is not None:
-            assert not target.exists(), f"{name} was rejected but {target} exists"
-            continue
-        import io
-        import tarfile
+    if CFG["level"] >= 2:
+        for name, members in MEMBERS.items():
+            target = Path("/app/extracted", stem(name))
+            if VERDICTS[name] is not None:
+                assert not target.exists(), f"{name} was rejected but {target} exists"
+                continue
+            import io
+            import tarfile
 
-        with tarfile.open(fileobj=io.BytesIO(Path("/app/incoming", name).read_bytes())) as tar:
-            for m in tar.getmembers():
-                path = target / m.name
-                if m.isfile():
-                    data = tar.extractfile(m).read()
-                    assert path.is_file() and path.read_bytes() == data, f"{path} is wrong"
-                elif m.issym():
-                    assert path.is_symlink(), f"{path} should be a symlink"
+            with tarfile.open(fileobj=io.BytesIO(Path("/app/incoming", name).read_bytes())) as tar:
+                for m in tar.getmembers():
+                    path = target / m.name
+                    if m.isfile():
+                        data = tar.extractfile(m).read()
+                        assert path.is_file() and path.read_bytes() == data, f"{path} is wrong"
+                    elif m.issym():
+                        assert path.is_symlink(), f"{path} should be a symlink"
 
 
 def inventory():
@@ -1663,35 +1789,36 @@ def inventory():
     return sorted(rows)
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="the inventory starts at level 3")
 def test_inventory():
-    expected = "".join(f"{a}\\t{p}\\t{s}\\n" for a, p, s in inventory())
-    assert read("/app/out/inventory.tsv") == expected, "inventory.tsv is wrong"
+    if CFG["level"] >= 3:
+        expected = "".join(f"{a}\\t{p}\\t{s}\\n" for a, p, s in inventory())
+        assert read("/app/out/inventory.tsv") == expected, "inventory.tsv is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="the summary is a level-4 deliverable")
 def test_summary():
-    rejected = {}
-    for rule in VERDICTS.values():
-        if rule is not None:
-            rejected[rule] = rejected.get(rule, 0) + 1
-    rows = inventory()
-    want = {
-        "archives": len(VERDICTS),
-        "safe": sum(r is None for r in VERDICTS.values()),
-        "rejected": rejected,
-        "files": len(rows),
-        "bytes": sum(s for _a, _p, s in rows),
-    }
-    data = json.loads(read("/app/out/summary.json"))
-    for key, value in want.items():
-        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+    if CFG["level"] >= 4:
+        rejected = {}
+        for rule in VERDICTS.values():
+            if rule is not None:
+                rejected[rule] = rejected.get(rule, 0) + 1
+        rows = inventory()
+        want = {
+            "archives": len(VERDICTS),
+            "safe": sum(r is None for r in VERDICTS.values()),
+            "rejected": rejected,
+            "files": len(rows),
+            "bytes": sum(s for _a, _p, s in rows),
+        }
+        data = json.loads(read("/app/out/summary.json"))
+        for key, value in want.items():
+            assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_checker_on_unseen_archives(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(2024)
-    corpus = ag_corpus(rng, LEVEL, P["hidden"], LIMITS)
+    corpus = ag_corpus(rng, LEVEL, CFG["hidden"], LIMITS)
     missed, blocked, wrong = [], [], []
     for name, data in corpus:
         path = tmp_path / name
@@ -1701,7 +1828,7 @@ def test_checker_on_unseen_archives(tmp_path):
         done = run([path])
         assert done.returncode == 0, f"the checker failed on {name}: {done.stderr[-800:]}"
         got = done.stdout.strip()
-        if P["mode"] == "adversarial_corpus":
+        if CFG["mode"] == "adversarial_corpus":
             if rule is not None and not got.startswith("REJECT"):
                 missed.append((name, want))
             if rule is None and got != "OK":
@@ -1869,6 +1996,41 @@ class EncodingFix(Family):
     verifier_kinds = frozenset({"exact_text", "metric_threshold"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("convert", (r"Write each file, decoded accordingly, to the same relative path under "
+                         r"`/app/utf8/` as UTF-8 without a BOM",),
+             (r"def test_converted_files\(",)),
+        Rule("detect_bom", (r"a file starting with the bytes EF BB BF is UTF-8 with a BOM",),
+             (r'if data\.startswith\(b"\\xef\\xbb\\xbf"\)',)),
+        Rule("detect_utf8", (r"otherwise, a file that is valid UTF-8 is UTF-8",),
+             (r'data\.decode\("utf-8"\)\s+return "utf-8"',)),
+        Rule("detect_legacy", (r"a file containing a byte from 0x80 to 0x9F is Windows-1252",),
+             (r"if any\(0x80 <= b <= 0x9F for b in data\)",)),
+        Rule("all_exact", (r"Every file must be converted exactly\.",),
+             (r'need = CFG\["threshold"\] if CFG\["metric"\] else 1\.0',), when={"metric": False}),
+        Rule("share_exact", (r"I need at least \d+% of the files converted exactly right",),
+             (r'need = CFG\["threshold"\] if CFG\["metric"\] else 1\.0',), when={"metric": True}),
+        Rule("inputs_untouched", (r"Leave the originals in `/app/inbox/` as they are",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("crlf", (r"CRLF line endings turned into LF",),
+             (r'text = text\.replace\("\\r\\n", "\\n"\)',), levels=frozenset({2, 3, 4})),
+        Rule("encodings_txt", (r"`/app/out/encodings\.txt`: `PATH ENCODING`",),
+             (r"assert paths == list\(SOURCES\)",), levels=frozenset({2, 3, 4})),
+        Rule("eof_marker",
+             (r"a final U\+001A character \(the old DOS end-of-file marker\) removed",),
+             (r'if level >= 3 and text\.endswith\("\\x1a"\)',), levels=frozenset({3, 4})),
+        Rule("manifest_tsv", (r"`/app/out/manifest\.tsv`",), (r'read\("/app/out/manifest\.tsv"\)',),
+             levels=frozenset({4})),
+        Rule("summary_json", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
+             levels=frozenset({4})),
+        Rule("program",
+             (r"given one file's path it writes the converted bytes to standard output",),
+             (r"def test_converter_on_fresh_files\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "detect legacy file encodings and convert them to UTF-8": "detect_legacy",
+        "normalize Windows line endings to Unix style": "crlf",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1913,7 +2075,11 @@ class EncodingFix(Family):
             "Tell the encodings apart like this:\n"
             + bullets(rules)
             + "\n\nWrite each file, decoded accordingly, to the same relative path under "
-            "`/app/utf8/` as " + ", ".join(cleanup) + ". " + goal
+            "`/app/utf8/` as "
+            + ", ".join(cleanup)
+            + ". "
+            + goal
+            + " Leave the originals in `/app/inbox/` as they are."
         ]
         deliverables = []
         if level >= 2:
@@ -1993,6 +2159,7 @@ class EncodingFix(Family):
             "level": level,
             "hashes": hashes,
             "paths": paths,
+            "code": language is not None,
             "metric": metric,
             "threshold": threshold,
             "fresh": {1: 8, 2: 12, 3: 16, 4: 20}[level],
@@ -2002,9 +2169,8 @@ class EncodingFix(Family):
             + "\n\n"
             + f"EF_WORDS = {EF_WORDS!r}\nEF_KINDS = {EF_KINDS!r}\n\n"
             + _sources(ef_text, ef_file, ef_detect, ef_convert)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _EF_TESTS
         )
         return Draft(
@@ -2013,8 +2179,8 @@ class EncodingFix(Family):
 
 
 _EF_TESTS = '''
-LEVEL = P["level"]
-SOURCES = {p: Path("/app/inbox", p).read_bytes() for p in P["paths"]}
+LEVEL = CFG["level"]
+SOURCES = {p: Path("/app/inbox", p).read_bytes() for p in CFG["paths"]}
 
 
 def score(pairs):
@@ -2023,7 +2189,7 @@ def score(pairs):
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_converted_files():
@@ -2033,45 +2199,46 @@ def test_converted_files():
         pairs.append((out.read_bytes() if out.is_file() else None, ef_convert(data, LEVEL)))
     share = score(pairs)
     print(f"metric: {share:.3f} of the files converted exactly")
-    need = P["threshold"] if P["metric"] else 1.0
+    need = CFG["threshold"] if CFG["metric"] else 1.0
     wrong = [p for p, (g, w) in zip(SOURCES, pairs) if g != w]
     assert share >= need, f"converted exactly: {share:.2f} < {need:.2f}; wrong: {wrong[:6]}"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="the encoding report starts at level 2")
 def test_encodings():
-    lines = read("/app/out/encodings.txt").splitlines()
-    paths = [line.split(" ", 1)[0] for line in lines]
-    assert paths == list(SOURCES), "encodings.txt must list every file once, sorted by path"
-    pairs = [(line, f"{p} {ef_detect(d)}") for line, (p, d) in zip(lines, SOURCES.items())]
-    share = score(pairs)
-    print(f"metric: {share:.3f} of the encodings reported right")
-    need = P["threshold"] if P["metric"] else 1.0
-    assert share >= need, f"encodings right: {share:.2f} < {need:.2f}"
+    if CFG["level"] >= 2:
+        lines = read("/app/out/encodings.txt").splitlines()
+        paths = [line.split(" ", 1)[0] for line in lines]
+        assert paths == list(SOURCES), "encodings.txt must list every file once, sorted by path"
+        pairs = [(line, f"{p} {ef_detect(d)}") for line, (p, d) in zip(lines, SOURCES.items())]
+        share = score(pairs)
+        print(f"metric: {share:.3f} of the encodings reported right")
+        need = CFG["threshold"] if CFG["metric"] else 1.0
+        assert share >= need, f"encodings right: {share:.2f} < {need:.2f}"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="manifest and summary are level-4 deliverables")
 def test_manifest_and_summary():
-    reported = dict(line.split(" ", 1) for line in read("/app/out/encodings.txt").splitlines())
-    rows, total, by = [], 0, {}
-    for path in SOURCES:
-        data = Path("/app/utf8", path).read_bytes()
-        total += len(data)
-        by[reported[path]] = by.get(reported[path], 0) + 1
-        digest, lines = hashlib.sha256(data).hexdigest(), data.count(b"\\n")
-        rows.append(f"{path}\\t{reported[path]}\\t{lines}\\t{digest}\\n")
-    assert read("/app/out/manifest.tsv") == "".join(rows), "manifest.tsv is wrong"
-    data = json.loads(read("/app/out/summary.json"))
-    want = {"files": len(SOURCES), "by_encoding": by, "bytes": total}
-    for key, value in want.items():
-        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+    if CFG["level"] >= 4:
+        reported = dict(line.split(" ", 1) for line in read("/app/out/encodings.txt").splitlines())
+        rows, total, by = [], 0, {}
+        for path in SOURCES:
+            data = Path("/app/utf8", path).read_bytes()
+            total += len(data)
+            by[reported[path]] = by.get(reported[path], 0) + 1
+            digest, lines = hashlib.sha256(data).hexdigest(), data.count(b"\\n")
+            rows.append(f"{path}\\t{reported[path]}\\t{lines}\\t{digest}\\n")
+        assert read("/app/out/manifest.tsv") == "".join(rows), "manifest.tsv is wrong"
+        data = json.loads(read("/app/out/summary.json"))
+        want = {"files": len(SOURCES), "by_encoding": by, "bytes": total}
+        for key, value in want.items():
+            assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_converter_on_fresh_files(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(1252)
     pairs = []
-    for i in range(P["fresh"]):
+    for i in range(CFG["fresh"]):
         data, _kind = ef_file(rng, LEVEL, EF_KINDS[i % len(EF_KINDS)])
         path = tmp_path / f"drop{i}.txt"
         path.write_bytes(data)
@@ -2079,6 +2246,6 @@ def test_converter_on_fresh_files(tmp_path):
         pairs.append((done.stdout if done.returncode == 0 else None, ef_convert(data, LEVEL)))
     share = score(pairs)
     print(f"metric: the converter got {share:.3f} of fresh files exactly right")
-    need = P["threshold"] if P["metric"] else 1.0
+    need = CFG["threshold"] if CFG["metric"] else 1.0
     assert share >= need, f"fresh files converted exactly: {share:.2f} < {need:.2f}"
 '''
