@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import ClassVar
+
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import (
     PNG_READER,
     bullets,
@@ -18,6 +23,16 @@ from tmax.generate.families.data_querying import (
     _wait_port,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
+
+
+def _checks(settings: dict, body: str, service: bool = False) -> str:
+    """A task's tests: data_querying's test head, then the settings again as ``CFG_JSON``
+    and ``CFG`` (what the audit, :mod:`tmax.generate.audit`, reads: which settings hold,
+    and which checks a switch turns off), then ``body``."""
+    cfg = "\nCFG_JSON = " + repr(json.dumps(settings, sort_keys=True))
+    cfg += "\nCFG = json.loads(CFG_JSON)\n"
+    return _tests(settings, cfg + body, service)
+
 
 # --- family 1: a classifier judged by held-out accuracy --------------------------------
 
@@ -243,8 +258,8 @@ def test_predictions_accuracy():
     got = got[:-1]
     assert len(got) == len(truth), f"expected {len(truth)} predictions, got {len(got)}"
     acc = accuracy(got, truth)
-    assert acc >= PARAMS["threshold"], f"accuracy {acc:.4f} < {PARAMS['threshold']}"
-    if PARAMS["level"] >= 2:
+    assert acc >= CFG["threshold"], f"accuracy {acc:.4f} < {CFG['threshold']}"
+    if CFG["level"] >= 2:
         counts = {}
         for label in got:
             counts[label] = counts.get(label, 0) + 1
@@ -254,10 +269,10 @@ def test_predictions_accuracy():
 
 
 def test_program_on_fresh_split():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     rng = random.Random(1234)
-    p = PARAMS
+    p = CFG
     centers = make_centers(rng, len(p["labels"]), p["dims"])
     train = make_rows(rng, centers, p["labels"], 300, p["noise"], p["missing"])
     test = make_rows(rng, centers, p["labels"], 200, p["noise"], p["missing"])
@@ -275,10 +290,10 @@ def test_program_on_fresh_split():
 
 
 def test_service():
-    if not PARAMS["service"]:
+    if not CFG["service"]:
         return
     rng = random.Random(77)
-    p = PARAMS
+    p = CFG
     rows = make_rows(rng, p["centers"], p["labels"], 60, p["noise"], p["missing"])
     sock = connect(p["port"])
     stream = sock.makefile("rw")
@@ -305,6 +320,23 @@ class Classifier(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
     services = True
+    rules = (
+        Rule("predictions_file", (r"`/app/out/predictions\.txt`: one predicted label per row",),
+             (r"def test_predictions_accuracy\(",)),
+        Rule("accuracy_threshold", (r"accuracy of at least (?P<threshold>0\.\d[1-9]?)",),
+             (r'"threshold": {threshold}[,}}]', r'assert acc >= CFG\["threshold"\]')),
+        Rule("class_counts", (r"`/app/out/class_counts\.csv`: header `label,count`",),
+             (r'read\("/app/out/class_counts\.csv"\)',), levels=frozenset({2, 3, 4})),
+        Rule("missing_cells", (r"Some feature cells are empty",),
+             (r'"missing": 0\.06', r'assert acc >= CFG\["threshold"\]'), levels=frozenset({3, 4})),
+        Rule("noise_columns", (r"Not every column is informative",),
+             (r'"noise": 2', r'assert acc >= CFG\["threshold"\]'), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/classify",),
+             (r"def test_program_on_fresh_split\(",), when={"code": True}),
+        Rule("prediction_service",
+             (r"leave a prediction service running on 127\.0\.0\.1 port \d+",),
+             (r"def test_service\(",), when={"service": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -419,7 +451,7 @@ class Classifier(Family):
             "centers": centers,
             "port": port,
         }
-        tests = _tests(params, _BLOBS_GEN + _CLS_TESTS, service=True)
+        tests = _checks(params, _BLOBS_GEN + _CLS_TESTS, service=True)
         return Draft(
             instruction=text,
             solution="\n".join(lines),
@@ -436,6 +468,15 @@ class Classifier(Family):
 
 
 # --- family 2: evaluation metrics from prediction files --------------------------------
+
+_LABEL_SETS = [  # what a model predicts (lower case, no spaces)
+    ["spam", "ham", "promo", "social", "update", "fraud"],
+    ["billing", "login", "shipping", "refund", "bug", "account"],
+    ["normal", "benign", "cyst", "nodule", "lesion", "artifact"],
+    ["greeting", "booking", "cancel", "payment", "complaint", "question"],
+]
+_METRIC_COLUMNS = (["truth", "actual", "gold", "expected"], ["pred", "predicted", "guess"],
+                   ["score", "prob", "confidence"])  # fmt: skip
 
 _METRICS_PY = """import sys
 
@@ -666,6 +707,8 @@ int main(int argc, char **argv) {
 """
 
 _METRICS_TESTS = """
+import re
+
 HERE = os.path.dirname(__file__)
 
 
@@ -721,17 +764,21 @@ def reports(level, positive):
 
 def test_report_files():
     text = read(os.path.join(HERE, "predictions.csv"))
-    for name, report, args in reports(PARAMS["level"], PARAMS["positive"]):
-        want, got = compute(text, report, *args), read("/app/out/" + name)
+    for name, report, args in reports(CFG["level"], CFG["positive"]):
+        want, got = compute(text, report, *args), read(CFG["out"] + "/" + name)
         if name.endswith(".json"):
             assert json.loads(got) == json.loads(want), f"{name}: want {want} got {got}"
+            decimals = re.findall(r"[0-9]+[.][0-9]+", got)
+            assert decimals == re.findall(r"[0-9]+[.][0-9]+", want), f"{name}: 4 decimals: {got}"
+            one_line = got.endswith("\\n") and got.count("\\n") == 1
+            assert one_line, f"{name}: one line ending with a newline, got {got!r}"
         else:
-            assert got == want, f"/app/out/{name} differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
+            assert got == want, f"{CFG['out']}/{name} differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
 
 
 def fresh(rng, level):
     labels = rng.sample(["cat", "dog", "fox", "owl", "elk", "bee"], rng.randint(2, 4))
-    lines = ["id,truth,pred" + (",score" if level >= 4 else "")]
+    lines = [CFG["columns"]]  # the task's own column names
     for i in range(rng.randint(8, 120)):
         truth = rng.choice(labels)
         pred = truth if rng.random() < 0.7 else rng.choice(labels)
@@ -749,16 +796,16 @@ def fresh(rng, level):
 
 
 def test_program_equivalence():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     rng = random.Random(2024)
     work = tempfile.mkdtemp()
-    for case in range(PARAMS["cases"]):
-        text, positive = fresh(rng, PARAMS["level"])
+    for case in range(CFG["cases"]):
+        text, positive = fresh(rng, CFG["level"])
         path = os.path.join(work, f"p{case}.csv")
         with open(path, "w") as handle:
             handle.write(text)
-        for _, report, args in reports(PARAMS["level"], positive):
+        for _, report, args in reports(CFG["level"], positive):
             done = run_program([path, report, *args])
             want = compute(text, report, *args)
             assert done.returncode == 0, f"case {case} {report}: exit {done.returncode}"
@@ -779,15 +826,48 @@ class EvalMetrics(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("confusion_matrix",
+             (r"`(?P<out>/app/\w+)/confusion\.csv`: header `truth,<label>,\.\.\.`",),
+             (r"def test_report_files\(", r'out = \[\("confusion\.csv", "confusion", \(\)\)\]',
+              r'"out": "{out}"', r'read\(CFG\["out"\] \+ "/" \+ name\)')),
+        Rule("per_class_prf",
+             (r"`/app/\w+/per_class\.csv`: header `label,precision,recall,f1,support`",),
+             (r'out\.append\(\("per_class\.csv", "per_class", \(\)\)\)',),
+             levels=frozenset({2, 3, 4})),
+        Rule("summary_json", (r"`/app/\w+/summary\.json`: one line",),
+             (r'out\.append\(\("summary\.json", "summary", \(\)\)\)', r"decimals = re\.findall\("),
+             levels=frozenset({3, 4})),
+        Rule("roc_auc", (r"`/app/\w+/auc\.txt`: the ROC AUC of the `\w+` column",),
+             (r'out\.append\(\("auc\.txt", "auc", \(positive,\)\)\)',), levels=frozenset({4})),
+        Rule("normalise_labels", (r"Labels are case-insensitive and may carry stray spaces",),
+             (r"cells\[1\]\.strip\(\)\.lower\(\)",), levels=frozenset({3, 4})),
+        Rule("skip_empty_truth", (r"Rows with an empty `\w+` are not evaluated",),
+             (r'cells\[1\]\.strip\(\) == ""',), levels=frozenset({4})),
+        Rule("newline", (r"Every file ends with a newline",),
+             (r"assert got == want", r'got\.endswith\("\\n"\)')),
+        Rule("program", (r"reusable .+? program at `/app/metrics",),
+             (r"def test_program_equivalence\(",), when={"code": True}),
+        Rule("fuzzed_against_reference", (r"compare it with a reference on many random",),
+             (r'for case in range\(CFG\["cases"\]\)',), when={"fuzz": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "derive a confusion matrix from label files": "confusion_matrix",
+        "compute precision, recall and F1 from prediction files": "per_class_prf",
+        "calculate ROC AUC from ranked model scores": "roc_auc",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        labels = sorted(
-            rng.sample(["spam", "ham", "promo", "social", "update", "fraud"], 2 + level // 2)
-        )
-        positive = labels[0]
-        lines_ = ["id,truth,pred" + (",score" if level >= 4 else "")]
-        for i in range(30 + 50 * level):
+        labels = sorted(rng.sample(ctx.pick(_LABEL_SETS), 2 + level // 2))
+        positive = rng.choice(labels)
+        # the input's column names and places are the request's own; reports keep theirs
+        truth_col, pred_col, score_col = (ctx.pick(names) for names in _METRIC_COLUMNS)
+        source = "/app/data/" + ctx.pick(["predictions.csv", "preds.csv", "scored_rows.csv"])
+        out = ctx.pick(["/app/out", "/app/eval", "/app/reports"])
+        columns = f"id,{truth_col},{pred_col}" + (f",{score_col}" if level >= 4 else "")
+        lines_ = [columns]
+        for i in range(rng.randint(25, 40) + 50 * level):
             truth = rng.choice(labels)
             pred = truth if rng.random() < 0.75 else rng.choice(labels)
             shown = truth
@@ -804,26 +884,27 @@ class EvalMetrics(Family):
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         fuzz = ctx.verifier_kind == "fuzz_equivalence"
         deliver = [
-            "`/app/out/confusion.csv`: header `truth,<label>,...` with every label that occurs "
+            f"`{out}/confusion.csv`: header `truth,<label>,...` with every label that occurs "
             "(as truth or prediction) in byte order, then one row per true label in the same "
             "order holding the counts per predicted label"
         ]
         if level >= 2:
             deliver.append(
-                "`/app/out/per_class.csv`: header `label,precision,recall,f1,support`, one row "
+                f"`{out}/per_class.csv`: header `label,precision,recall,f1,support`, one row "
                 "per label in the same order; precision, recall and F1 with exactly 4 decimals "
                 "(0 when undefined), support = number of rows with that true label"
             )
         if level >= 3:
             deliver.append(
-                '`/app/out/summary.json`: one line `{"accuracy": A, "macro_f1": F, '
-                '"rows": N}` with A and F written with 4 decimals (F = unweighted mean of '
-                "the unrounded per-class F1) and N the number of rows evaluated"
+                f"`{out}/summary.json`: one line "
+                '`{"accuracy": A, "macro_f1": F, "rows": N}` with A and F written with 4 '
+                "decimals (F = unweighted mean of the unrounded per-class F1) and N the number "
+                "of rows evaluated"
             )
         if level >= 4:
             deliver.append(
-                f"`/app/out/auc.txt`: the ROC AUC of the `score` column for the positive class "
-                f"`{positive}` (every other class is negative; tied scores count one half), "
+                f"`{out}/auc.txt`: the ROC AUC of the `{score_col}` column for the positive "
+                f"class `{positive}` (every other class is negative; tied scores count one half), "
                 "4 decimals"
             )
         rules = []
@@ -833,11 +914,10 @@ class EvalMetrics(Family):
                 "lower-case them first."
             )
         if level >= 4:
-            rules.append("Rows with an empty truth are not evaluated at all.")
+            rules.append(f"Rows with an empty `{truth_col}` are not evaluated at all.")
         text = (
-            "A model's predictions are in `/app/data/predictions.csv` (`id,truth,pred`"
-            + (",score" if level >= 4 else "")
-            + "). Compute the evaluation files:\n\n"
+            f"A model's predictions are in `{source}` (`{columns}`: `{truth_col}` is the "
+            f"true label, `{pred_col}` the predicted one). Compute the evaluation files:\n\n"
             + numbered(deliver)
         )
         if rules:
@@ -860,13 +940,13 @@ class EvalMetrics(Family):
             if fuzz:
                 text += " I will compare it with a reference on many random prediction files."
         lang = ctx.language if code else "bash"
-        source = program if code else "/tmp/metrics.sh"
+        tool = program if code else "/tmp/metrics.sh"
         body = {"python": _METRICS_PY, "bash": _METRICS_SH, "c": _METRICS_C}[lang]
-        lines = ["head -n 5 /app/data/predictions.csv", "mkdir -p /app/out"]
+        lines = [f"head -n 5 {source}", f"mkdir -p {out}"]
         if level >= 3:
-            lines.insert(1, "cut -d, -f2 /app/data/predictions.csv | sort | uniq -c")
-        lines += _program_setup(lang, source, body, "/app/metrics")
-        run = _invoke(lang, source, "/app/metrics")
+            lines.insert(1, f"cut -d, -f2 {source} | sort | uniq -c")
+        lines += _program_setup(lang, tool, body, "/app/metrics")
+        run = _invoke(lang, tool, "/app/metrics")
         names = {
             "confusion": "confusion.csv",
             "per_class": "per_class.csv",
@@ -875,16 +955,14 @@ class EvalMetrics(Family):
         }
         for report in list(names)[:level]:
             extra = f" {positive}" if report == "auc" else ""
-            lines.append(
-                f"{run} /app/data/predictions.csv {report}{extra} > /app/out/{names[report]}"
-            )
+            lines.append(f"{run} {source} {report}{extra} > {out}/{names[report]}")
         if level >= 4:
             lines += [
-                "cat /app/out/summary.json /app/out/auc.txt",
-                "column -t -s, /app/out/per_class.csv || cat /app/out/per_class.csv",
-                "wc -l /app/out/*",
-                "cut -d, -f4 /app/data/predictions.csv | tail -n +2 | sort -n | head -n 3",
-                "awk -F, 'NR > 1 && $2 == \"\"' /app/data/predictions.csv | wc -l",
+                f"cat {out}/summary.json {out}/auc.txt",
+                f"column -t -s, {out}/per_class.csv || cat {out}/per_class.csv",
+                f"wc -l {out}/*",
+                f"cut -d, -f4 {source} | tail -n +2 | sort -n | head -n 3",
+                f"awk -F, 'NR > 1 && $2 == \"\"' {source} | wc -l",
             ]
         params = {
             "level": level,
@@ -892,13 +970,16 @@ class EvalMetrics(Family):
             "language": ctx.language,
             "program": program,
             "positive": positive,
+            "out": out,
+            "columns": columns,
+            "fuzz": fuzz,
             "cases": (3 if not fuzz else 6) * level,
         }
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _METRICS_TESTS), "predictions.csv": data},
-            files={"data/predictions.csv": data},
+            tests={"test_task.py": _checks(params, _METRICS_TESTS), "predictions.csv": data},
+            files={source.removeprefix("/app/"): data},
         )
 
 
@@ -1092,7 +1173,7 @@ def expect(path, mode, limit, level):
     bright = {(x, y) for y in range(h) for x in range(w) if sum(px[y][x]) >= limit}
     if mode == "stats":
         out = [f"width {w}", f"height {h}", f"bright {len(bright)}"]
-        if level >= 2 or PARAMS["full"]:
+        if level >= 2 or CFG["full"]:
             sums = [sum(p[c] for p in flat) for c in range(3)]
             out.append("mean_rgb " + " ".join(str(s // (w * h)) for s in sums))
             if bright:
@@ -1124,11 +1205,11 @@ def check(path, want):
 
 
 def test_outputs():
-    p = PARAMS
+    p = CFG
     if p["level"] < 4:
         src = os.path.join(HERE, "slide.png")
         check("/app/out/stats.txt", expect(src, "stats", p["limit"], p["level"]))
-        if p["level"] >= 3:
+        if CFG["level"] >= 3:
             check("/app/out/blobs.csv", expect(src, "blobs", p["limit"], p["level"]))
         return
     rows, busiest = [], None
@@ -1147,7 +1228,7 @@ def test_outputs():
 
 
 def test_program_on_fresh_images():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     rng = random.Random(555)
     work = tempfile.mkdtemp()
@@ -1155,11 +1236,11 @@ def test_program_on_fresh_images():
         w, h = rng.randint(12, 40), rng.randint(12, 40)
         path = os.path.join(work, f"img{case}.png")
         write_png(path, w, h, make_slide(rng, w, h, rng.randint(0, 6)))
-        modes = ["stats"] + (["blobs"] if PARAMS["level"] >= 3 else [])
+        modes = ["stats"] + (["blobs"] if CFG["level"] >= 3 else [])
         for mode in modes:
-            done = run_program([path, mode, PARAMS["limit"]])
+            done = run_program([path, mode, CFG["limit"]])
             assert done.returncode == 0, f"{mode} failed: {done.stderr[-1500:]}"
-            want = expect(path, mode, PARAMS["limit"], max(PARAMS["level"], 2))
+            want = expect(path, mode, CFG["limit"], max(CFG["level"], 2))
             assert done.stdout == want, f"{mode} on {w}x{h}:\\n{want}\\ngot:\\n{done.stdout}"
 """
 )
@@ -1176,6 +1257,34 @@ class SlideStats(Family):
     verifier_kinds = frozenset({"exact_text"})
     fixture_kinds = frozenset({"image"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("bright_pixels", (r"A pixel is \*bright\* when R\+G\+B >= (?P<limit>\d+)",),
+             (r'"limit": {limit}', r"sum\(px\[y\]\[x\]\) >= limit")),
+        Rule("stats_txt", (r"`/app/out/stats\.txt` with these lines in this order",),
+             (r'check\("/app/out/stats\.txt"',), levels=frozenset({1, 2, 3})),
+        Rule("mean_rgb_bbox",
+             (r"`mean_rgb <R> <G> <B>` \(per-channel mean", r"`bbox <x0> <y0> <x1> <y1>`"),
+             (r'"full": true', r'out\.append\("mean_rgb "', r'out\.append\(f"bbox '),
+             when={"full": True}),
+        Rule("blobs_4_connected", (r"blobs are groups of bright pixels connected through their 4",),
+             (r"for n in \(\(cx \+ 1, cy\), \(cx - 1, cy\), \(cx, cy \+ 1\), \(cx, cy - 1\)\)",),
+             levels=frozenset({3, 4})),
+        Rule("blobs_csv", (r"`/app/out/blobs\.csv`: header `blob,area,x,y`",),
+             (r'check\("/app/out/blobs\.csv"',), levels=frozenset({3})),
+        Rule("blobs_per_image", (r"`/app/out/<name>_blobs\.csv` for every image",),
+             (r'check\(f"/app/out/\{{stem\}}_blobs\.csv"',), levels=frozenset({4})),
+        Rule("summary_csv", (r"`/app/out/summary\.csv`: header `image,bright,blobs,largest`",),
+             (r'check\("/app/out/summary\.csv"',), levels=frozenset({4})),
+        Rule("busiest_image",
+             (r"`/app/out/busiest\.txt`: the name of the image with the most blobs",),
+             (r'check\("/app/out/busiest\.txt"',), levels=frozenset({4})),
+        Rule("newline", (r"Text files end with a newline",), (r"assert got == want",)),
+        Rule("program", (r"reusable .+? program at `/app/imgstat",),
+             (r"def test_program_on_fresh_images\(",), when={"code": True}),
+        Rule("program_blobs", (r"`<png> blobs <limit>` prints the blobs table",),
+             (r'\["blobs"\] if CFG\["level"\] >= 3',), levels=frozenset({3, 4}),
+             when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1190,12 +1299,15 @@ class SlideStats(Family):
             pixels = _slide_ns["make_slide"](rng, w, h, rng.randint(2, 4 + level))
             images[stem] = png_bytes(w, h, pixels)
         code = ctx.needs_code
-        bright = (
-            f"A pixel is *bright* when R+G+B >= {limit}; blobs are groups of bright pixels "
-            "connected through their 4 direct neighbours (not diagonals)."
-        )
+        bright = f"A pixel is *bright* when R+G+B >= {limit}"
+        if level >= 3:
+            bright += (
+                "; blobs are groups of bright pixels connected through their 4 direct "
+                "neighbours (not diagonals)"
+            )
+        bright += "."
         stats_fmt = ["`width <W>`", "`height <H>`", "`bright <count of bright pixels>`"]
-        full = level >= 2 or code
+        full = code or level in (2, 3)  # the mean_rgb and bbox lines are asked for
         if full:
             stats_fmt += [
                 "`mean_rgb <R> <G> <B>` (per-channel mean over all pixels, rounded down)",
@@ -1282,7 +1394,7 @@ class SlideStats(Family):
             "stems": stems,
             "full": full,
         }
-        tests = {"test_task.py": _tests(params, _SLIDE_GEN + _IMG_TESTS)}
+        tests = {"test_task.py": _checks(params, _SLIDE_GEN + _IMG_TESTS)}
         tests.update({f"{s}.png": data for s, data in images.items()})
         return Draft(
             instruction=text,
@@ -1480,7 +1592,7 @@ _PREP_TESTS = """
 import re
 
 HERE = os.path.dirname(__file__)
-TOL = PARAMS["tolerance"]
+TOL = CFG["tolerance"]
 
 
 def compare(got, want, what):
@@ -1495,7 +1607,7 @@ def compare(got, want, what):
             if "." not in b:
                 assert a == b, f"{what} line {i + 1}: {a!r}, want {b!r}"
                 continue
-            if PARAMS["exact"]:
+            if CFG["exact"]:
                 assert re.fullmatch(r"-?[0-9]+[.][0-9]{4}", a), f"{what} line {i + 1}: {a!r}"
             try:
                 value = float(a)
@@ -1510,16 +1622,16 @@ def pristine(name):
 
 def test_outputs():
     train = pristine("train.csv")
-    holdout = pristine("holdout.csv") if PARAMS["level"] >= 4 else None
-    for report, path in PARAMS["outputs"].items():
-        compare(read(path), prep(report, train, PARAMS["level"], holdout), path)
+    holdout = pristine("holdout.csv") if CFG["level"] >= 4 else None
+    for report, path in CFG["outputs"].items():
+        compare(read(path), prep(report, train, CFG["level"], holdout), path)
 
 
 def test_program_on_fresh_tables():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
-    level = PARAMS["level"]
-    for seed in range(PARAMS["cases"]):
+    level = CFG["level"]
+    for seed in range(CFG["cases"]):
         rng = random.Random(500 + seed)
         numeric = rng.sample(sorted(SPANS), 2 + level // 2)
         cities = rng.sample(["oslo", "rome", "kyiv", "lima", "pune", "baku"], rng.randint(2, 4))
@@ -1529,7 +1641,7 @@ def test_program_on_fresh_tables():
         for name, text in (("train.csv", train), ("holdout.csv", holdout)):
             with open(os.path.join(folder, name), "w") as handle:
                 handle.write(text)
-        for report in PARAMS["outputs"]:
+        for report in CFG["outputs"]:
             args = [report, os.path.join(folder, "train.csv")]
             if report in ("apply", "drift"):
                 args.append(os.path.join(folder, "holdout.csv"))
@@ -1550,35 +1662,79 @@ class FeaturePrep(Family):
     verifier_kinds = frozenset({"exact_text", "metric_threshold"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("summary_csv",
+             (r"`(?P<path>/app/\w+/summary\.csv)`: header `column,missing,median,mean,std`",),
+             (r"def test_outputs\(", r'"summary": "{path}"')),
+        Rule("train_features",
+             (r"`(?P<path>/app/\w+/train_\w+\.csv)`: `id`, then every numeric column",),
+             (r'"features": "{path}"',), levels=frozenset({2, 3, 4})),
+        Rule("median_impute", (r"missing cells replaced by that column's median",),
+             (r'"features": "/app/\w+/train_\w+\.csv"',
+              r'x = float\(r\[col\]\) if r\[col\] != "" else median'), levels=frozenset({2, 3, 4})),
+        Rule("z_score", (r"standardised as \(x − mean\) / std",),
+             (r'"features": "/app/\w+/train_\w+\.csv"',
+              r"\(x - mean\) / std if std else 0\.0"),
+             levels=frozenset({2, 3, 4})),
+        Rule("one_hot_city", (r"one 0/1 column `city=<name>` per city",),
+             (r'"features": "/app/\w+/train_\w+\.csv"', r'"1" if r\["city"\] == c else "0"'),
+             levels=frozenset({3, 4})),
+        Rule("drop_unlabeled", (r"Rows with an empty `label` are unusable: drop them",),
+             (r'rows = \[r for r in rows if r\["label"\] != ""\]',), levels=frozenset({3, 4})),
+        Rule("holdout_features",
+             (r"`(?P<path>/app/\w+/holdout_\w+\.csv)`: the same transformation",),
+             (r'"apply": "{path}"',), levels=frozenset({4})),
+        Rule("unseen_city_zeros", (r"a city never seen in training gets all zeros",),
+             (r'"apply": "/app/\w+/holdout_\w+\.csv"', r'"1" if r\["city"\] == c else "0"'),
+             levels=frozenset({4})),
+        Rule("drift_csv",
+             (r"`(?P<path>/app/\w+/drift\.csv)`: header `column,train_mean,holdout_mean,shift`",),
+             (r'"drift": "{path}"',), levels=frozenset({4})),
+        Rule("four_decimals", (r"written with exactly 4 decimals",), (r'if CFG\["exact"\]:',),
+             when={"exact": True}),
+        Rule("tolerance", (r"Values are checked to within 0\.01",), (r'"tolerance": 0\.01',),
+             when={"exact": False}),
+        Rule("newline", (r"end with a newline",), (r'assert got\.endswith\("\\n"\)',)),
+        Rule("program", (r"reusable .+? program at `/app/prep",),
+             (r"def test_program_on_fresh_tables\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "impute missing values with per-column medians": "median_impute",
+        "standardize features using z-score normalization": "z_score",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         numeric = rng.sample(sorted(_prep_ns["SPANS"]), 2 + level // 2)
         cities = rng.sample(["oslo", "rome", "kyiv", "lima", "pune", "baku", "riga"], 3)
         train = _prep_ns["make_table"](rng, level, 20 + 25 * level, numeric, cities)
-        files = {"data/train.csv": train}
+        train_path = "/app/data/" + ctx.pick(["train.csv", "training.csv", "customers_train.csv"])
+        holdout_path = "/app/data/" + ctx.pick(["holdout.csv", "new_customers.csv"])
+        out = ctx.pick(["/app/out", "/app/features", "/app/prepared"])
+        suffix = ctx.pick(["features", "prepared", "scaled"])
+        files = {train_path.removeprefix("/app/"): train}
         tests_files = {"train.csv": train}
         if level >= 4:
             holdout = _prep_ns["make_table"](rng, level, 40, numeric, [*cities, "zug"], True)
-            files["data/holdout.csv"] = holdout
+            files[holdout_path.removeprefix("/app/")] = holdout
             tests_files["holdout.csv"] = holdout
-        outputs = {"summary": "/app/out/summary.csv"}
+        outputs = {"summary": f"{out}/summary.csv"}
         if level >= 2:
-            outputs["features"] = "/app/out/train_features.csv"
+            outputs["features"] = f"{out}/train_{suffix}.csv"
         if level >= 4:
-            outputs["apply"] = "/app/out/holdout_features.csv"
-            outputs["drift"] = "/app/out/drift.csv"
+            outputs["apply"] = f"{out}/holdout_{suffix}.csv"
+            outputs["drift"] = f"{out}/drift.csv"
         exact = ctx.verifier_kind != "metric_threshold"
         code = ctx.needs_code
         fmt = "written with exactly 4 decimals" if exact else "as decimals"
         deliver = [
-            "`/app/out/summary.csv`: header `column,missing,median,mean,std`, one row per "
+            f"`{outputs['summary']}`: header `column,missing,median,mean,std`, one row per "
             "numeric column in file order: the number of missing (empty) cells and the "
             "median, mean and population standard deviation of the present values, " + fmt
         ]
         if level >= 2:
             deliver.append(
-                "`/app/out/train_features.csv`: `id`, then every numeric column with missing "
+                f"`{outputs['features']}`: `id`, then every numeric column with missing "
                 "cells replaced by that column's median and then standardised as "
                 "(x − mean) / std using the summary's mean and std (0 when std is 0), "
                 + fmt
@@ -1591,20 +1747,21 @@ class FeaturePrep(Family):
             )
         if level >= 4:
             deliver.append(
-                "`/app/out/holdout_features.csv`: the same transformation applied to "
-                "`/app/data/holdout.csv` (same columns, no `label`), using only parameters "
+                f"`{outputs['apply']}`: the same transformation applied to "
+                f"`{holdout_path}` (same columns, no `label`), using only parameters "
                 "learned from the training table — a city never seen in training gets all "
                 "zeros"
             )
             deliver.append(
-                "`/app/out/drift.csv`: header `column,train_mean,holdout_mean,shift`, one row "
+                f"`{outputs['drift']}`: header `column,train_mean,holdout_mean,shift`, one row "
                 "per numeric column: training mean, holdout mean (present values) and shift = "
                 "(holdout_mean − train_mean) / train_std (0 when std is 0), " + fmt
             )
+        header = train.split("\n", 1)[0]
         text = (
-            "Before we train the churn model I need the customer table "
-            "`/app/data/train.csv` prepared (`id`, numeric columns, `city`, `label`; every "
-            "column other than id, city and label is numeric; empty cells are missing). "
+            f"Before we train the churn model I need the customer table `{train_path}` prepared "
+            f"(`{header}` here; every column other than id, city and label is "
+            "numeric; empty cells are missing). "
             "Please produce:\n\n" + numbered(deliver)
         )
         if level >= 3:
@@ -1631,23 +1788,23 @@ class FeaturePrep(Family):
         lang = ctx.language if code else "bash"
         source = program if code else "/tmp/prep.sh"
         body = (_PREP_PY if lang == "python" else _PREP_SH).replace("__LEVEL__", str(level))
-        lines = ["head -n 5 /app/data/train.csv", "mkdir -p /app/out"]
+        lines = [f"head -n 5 {train_path}", f"mkdir -p {out}"]
         if level >= 3:
             lines += [
-                "awk -F, 'NR > 1 && $NF == \"\"' /app/data/train.csv | wc -l",
-                "cut -d, -f1 --complement /app/data/train.csv | tail -n +2 | grep -c ',,' || true",
+                f"awk -F, 'NR > 1 && $NF == \"\"' {train_path} | wc -l",
+                f"cut -d, -f1 --complement {train_path} | tail -n +2 | grep -c ',,' || true",
             ]
         lines += _program_setup(lang, source, body, "")
         run = _invoke(lang, source, "")
         for report, path in outputs.items():
-            extra = " /app/data/holdout.csv" if report in ("apply", "drift") else ""
-            lines.append(f"{run} {report} /app/data/train.csv{extra} > {path}")
+            extra = f" {holdout_path}" if report in ("apply", "drift") else ""
+            lines.append(f"{run} {report} {train_path}{extra} > {path}")
         if level >= 4:
             lines += [
-                "head -n 3 /app/data/holdout.csv",
-                "cat /app/out/summary.csv /app/out/drift.csv",
-                "head -n 3 /app/out/train_features.csv /app/out/holdout_features.csv",
-                "wc -l /app/data/*.csv /app/out/*.csv",
+                f"head -n 3 {holdout_path}",
+                f"cat {outputs['summary']} {outputs['drift']}",
+                f"head -n 3 {outputs['features']} {outputs['apply']}",
+                f"wc -l /app/data/*.csv {out}/*.csv",
             ]
         params = {
             "level": level,
@@ -1659,7 +1816,7 @@ class FeaturePrep(Family):
             "tolerance": 0.00011 if exact else 0.01,
             "cases": 3 + level,
         }
-        tests = {"test_task.py": _tests(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
+        tests = {"test_task.py": _checks(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
         tests.update(tests_files)
         return Draft(
             instruction=text,
