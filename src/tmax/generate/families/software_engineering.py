@@ -10,8 +10,11 @@ security module and is reused here.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import bullets, numbered, program_path
 from tmax.generate.families.security import (
     _SERVER_FRAME,
@@ -28,6 +31,13 @@ from tmax.generate.families.security import (
     _test_head,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
+
+
+def _settings(params: dict) -> str:
+    """The tests' settings: ``CFG_JSON`` (which the instruction–test audit reads for a
+    rule's ``when``) and ``CFG``."""
+    return f"CFG_JSON = {json.dumps(params, sort_keys=True)!r}\nCFG = json.loads(CFG_JSON)\n"
+
 
 # =====================================================================================
 # software_engineering.kv_journal
@@ -127,7 +137,7 @@ def kv_journal(rng, keys, lines, level):
             roll = rng.random()
             if roll < 0.4:
                 value = str(rng.randint(-50, 500))
-            elif roll < 0.75 or level < 2:
+            elif roll < 0.75:
                 value = rng.choice(words)
             else:
                 value = rng.choice(phrases)
@@ -443,6 +453,46 @@ class KvJournal(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
     services = True
+    rules = (
+        Rule("inputs_untouched", (r"leave the files in `/app/data` as they are",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("state_file", (r"`/app/out/state\.txt`: the final state, one `key=value` line",),
+             (r"def test_state\(",)),
+        Rule("set_rest_of_line", (r"`SET key value` sets key to value \(the value is the rest",),
+             (r'parts = line\.split\(" ", 2\)',)),
+        Rule("del_missing_ok", (r"`DEL key` removes key \(a missing key is fine\)",),
+             (r"state\.pop\(key, None\)",)),
+        Rule("incr_integers_only", (r"if the current value is not an integer .+? the operation "
+                                    r"fails and changes nothing",),
+             (r'if not re\.fullmatch\(r"-\?\[0-9\]\+", current\):',)),
+        Rule("append_op", (r"`APPEND key text` appends text",), (r'elif op == "APPEND":',),
+             levels=frozenset({2, 3, 4})),
+        Rule("transactions", (r"`BEGIN` \.\.\. `COMMIT` groups operations",),
+             (r'if level >= 3 and parts\[0\] in \("BEGIN", "COMMIT", "ROLLBACK"\):',),
+             levels=frozenset({3, 4})),
+        Rule("comments_ignored", (r"blank lines and lines starting with `#` are ignored",),
+             (r'if not line\.strip\(\) or line\.startswith\("#"\):',)),
+        Rule("stats_file", (r"`/app/out/stats\.txt`: the lines `applied A`",),
+             (r"def test_stats\(",), levels=frozenset({2, 3, 4})),
+        Rule("rolled_back_count", (r"`rolled_back R` \(groups discarded\)",),
+             (r'out \+= f"rolled_back',), levels=frozenset({3, 4})),
+        Rule("snapshot_start", (r"replaying them on top of the snapshot would apply them twice",),
+             (r"snapshot = kv_load\(Path\(files\.pop\(0\)\)\.read_text\(\)\)",),
+             levels=frozenset({4})),
+        Rule("changed_file", (r"`/app/out/changed\.txt`: how the final state differs",),
+             (r"def test_changed\(",), levels=frozenset({4})),
+        Rule("program", (r"I also want the replay as a reusable program",),
+             (r"def test_program_on_fresh_journals\(",), when={"code": True}),
+        Rule("program_snapshot", (r"If the first argument ends in `\.kv` it is a snapshot",),
+             (r"if LEVEL >= 4 and rng\.random\(\) < 0\.5:",), levels=frozenset({4}),
+             when={"code": True}),
+        Rule("line_service", (r"leave a server running on 127\.0\.0\.1 port \d+",),
+             (r"def test_service\(",), when={"serve": True}),
+        Rule("prefix_verb", (r"`PREFIX p` → the number of keys",), (r'requests \+= \[f"PREFIX',),
+             levels=frozenset({2, 3, 4}), when={"serve": True}),
+        Rule("http_api", (r"It must also speak HTTP on 127\.0\.0\.1 port \d+",),
+             (r'if CFG\["http"\]:',), when={"http": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -522,8 +572,8 @@ class KvJournal(Family):
             )
         body = [
             where + " The operations are:\n" + bullets(ops),
-            "The process died and I need to rebuild the data from the journal. Please write:\n"
-            + numbered(deliverables),
+            "The process died and I need to rebuild the data from the journal (leave the files "
+            "in `/app/data` as they are). Please write:\n" + numbered(deliverables),
         ]
         program = None
         if language:
@@ -639,6 +689,7 @@ def answer_http(path):
 
         params = {
             "level": level,
+            "code": language is not None,
             "hashes": hashes,
             "replay": replay,
             "ports": list(ports),
@@ -651,9 +702,8 @@ def answer_http(path):
             _test_head(language, program)
             + "\n\n"
             + _sources(kv_op, kv_replay, kv_dump, kv_load, kv_stats, kv_keys, kv_journal)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _KV_TESTS
         )
         return Draft(
@@ -666,11 +716,11 @@ def answer_http(path):
 
 
 _KV_TESTS = """
-LEVEL = P["level"]
+LEVEL = CFG["level"]
 
 
 def final_state():
-    files = list(P["replay"])
+    files = list(CFG["replay"])
     snapshot = None
     if files[0].endswith(".kv"):
         snapshot = kv_load(Path(files.pop(0)).read_text())
@@ -681,35 +731,37 @@ SNAPSHOT, (STATE, COUNTERS) = final_state()
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_state():
     assert read("/app/out/state.txt") == kv_dump(STATE), "state.txt is not the replayed state"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="stats start at level 2")
 def test_stats():
-    assert read("/app/out/stats.txt") == kv_stats(STATE, COUNTERS, LEVEL), "stats.txt is wrong"
+    if CFG["level"] >= 2:
+        want = kv_stats(STATE, COUNTERS, LEVEL)
+        assert read("/app/out/stats.txt") == want, "stats.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="the change report is a level-4 deliverable")
 def test_changed():
-    rows = []
-    for key in sorted(set(SNAPSHOT) | set(STATE)):
-        if key not in SNAPSHOT:
-            rows.append(f"+ {key}\\n")
-        elif key not in STATE:
-            rows.append(f"- {key}\\n")
-        elif SNAPSHOT[key] != STATE[key]:
-            rows.append(f"~ {key}\\n")
-    assert read("/app/out/changed.txt") == "".join(rows), "changed.txt is wrong"
+    if CFG["level"] >= 4:
+        rows = []
+        for key in sorted(set(SNAPSHOT) | set(STATE)):
+            if key not in SNAPSHOT:
+                rows.append(f"+ {key}\\n")
+            elif key not in STATE:
+                rows.append(f"- {key}\\n")
+            elif SNAPSHOT[key] != STATE[key]:
+                rows.append(f"~ {key}\\n")
+        assert read("/app/out/changed.txt") == "".join(rows), "changed.txt is wrong"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_program_on_fresh_journals(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(1234)
-    for case in range(P["cases"]):
+    for case in range(CFG["cases"]):
         keys = kv_keys(rng, rng.randint(3, 12))
         texts = [kv_journal(rng, keys, rng.randint(5, 60), LEVEL) for _ in range(rng.randint(1, 3))]
         paths = []
@@ -732,15 +784,16 @@ def test_program_on_fresh_journals(tmp_path):
         )
 
 
-@pytest.mark.skipif(not P["serve"], reason="no service asked for")
 def test_service():
+    if not CFG["serve"]:
+        return
     rng = random.Random(5)
     keys = sorted(STATE)
     probe = rng.sample(keys, min(6, len(keys))) + ["no:such:key"]
     requests = [f"GET {k}" for k in probe] + [f"EXISTS {k}" for k in probe] + ["COUNT"]
-    if LEVEL >= 2:
+    if CFG["level"] >= 2:
         requests += [f"PREFIX {k[:5]}" for k in probe[:3]]
-    replies = ask_lines(P["ports"][0], requests)
+    replies = ask_lines(CFG["ports"][0], requests)
     for request, reply in zip(requests, replies):
         verb, _, arg = request.partition(" ")
         if verb == "GET":
@@ -752,15 +805,15 @@ def test_service():
         else:
             want = str(sum(1 for k in STATE if k.startswith(arg)))
         assert reply == want, f"{request!r} answered {reply!r}, expected {want!r}"
-    if P["http"]:
+    if CFG["http"]:
         for key in probe:
-            status, body = http_get(P["ports"][1], "/kv/" + key)
+            status, body = http_get(CFG["ports"][1], "/kv/" + key)
             if key in STATE:
                 assert status == 200, f"GET /kv/{key}: HTTP {status}"
                 assert json.loads(body).get("value") == STATE[key], f"GET /kv/{key}: {body}"
             else:
                 assert status == 404, f"GET /kv/{key} for a missing key: HTTP {status}"
-        status, body = http_get(P["ports"][1], "/stats")
+        status, body = http_get(CFG["ports"][1], "/stats")
         assert status == 200 and json.loads(body).get("keys") == len(STATE), f"/stats: {body}"
 """
 
@@ -776,6 +829,24 @@ BO_NAMES = (
     "scheduler audit-log cache-layer payments refunds webhooks sdk-js cli-tools"
 )
 BO_EXTERNAL = ("requests", "left-pad", "openssl", "protobuf", "numpy", "react")
+BO_OUT_DIRS = ("/app/out", "/app/ci", "/app/build", "/app/plan")
+BO_MANIFESTS = ("deps.txt", "packages.txt", "manifest.txt", "requirements.map")
+BO_INI_FILES = ("package.ini", "pkg.ini", "module.ini", "build.ini")
+BO_REQUIRES_KEYS = ("requires", "depends", "deps", "needs")
+BO_CHANGE_LISTS = ("changes.txt", "changed_files.txt", "pr_files.txt", "diff_files.txt")
+BO_REPO_NOUNS = ("monorepo", "repository", "workspace", "code base")
+BO_OPENERS = (
+    "",
+    "Our builds keep failing because packages get built before what they need. ",
+    "I'm setting up CI for our packages and need the builds in a safe order. ",
+    "We are moving our builds to a new CI runner and have to get the order right. ",
+)
+BO_ASKS = (
+    "Our CI needs the following",
+    "Please write these files for the CI",
+    "The release pipeline needs these files",
+    "I need these outputs",
+)
 
 
 def bo_parse(text):
@@ -988,10 +1059,10 @@ int main(int argc, char **argv) {
 """
 
 
-def _bo_ini(name: str, deps: list[str], version: str, bare: bool) -> str:
+def _bo_ini(name: str, deps: list[str], version: str, bare: bool, key: str) -> str:
     lines = ["[package]", f"name = {name}", f"version = {version}"]
     if deps or not bare:
-        lines.append("requires = " + ", ".join(deps))
+        lines.append(f"{key} = " + ", ".join(deps))
     return "\n".join(lines) + "\n"
 
 
@@ -1007,15 +1078,72 @@ class BuildOrder(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("inputs_untouched", (r"leave the input files as they are",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("manifest_file", (r"`(?P<path>/app/repo/[\w.]+)` lists the packages of our",),
+             (r'bo_parse\(Path\("{path}"\)\.read_text\(\)\)',), levels=frozenset({1, 2})),
+        Rule("build_order", (r"`(?P<out>/app/\w+)/build_order\.txt`: the packages that can be "
+                             r"built",),
+             (r"def test_build_order\(", r'read\("{out}/build_order\.txt"\)')),
+        Rule("smallest_ready_first", (r"Whenever several packages are ready, build the one whose "
+                                      r"name comes first in byte order",),
+             (r"ready = \[p for p in sorted\(graph\) if p not in done and needs\[p\] <= done\]",)),
+        Rule("third_party", (r"Requirements that are not packages of the repo are third-party",),
+             (r"needs = \{{p: \{{d for d in deps if d in graph\}}",), levels=frozenset({2, 3, 4})),
+        Rule("blocked", (r"`(?P<out>/app/\w+)/blocked\.txt`: the packages that can never be "
+                         r"built",
+                         r"a package in a cycle, or one that needs such a package"),
+             (r"def test_blocked\(", r'read\("{out}/blocked\.txt"\)'),
+             levels=frozenset({2, 3, 4})),
+        Rule("package_ini", (r"lives in a directory under `/app/repo/` with a `(?P<ini>\w+\.ini)` "
+                             r"\(`\[package\]` section with `name`, `version` and optionally "
+                             r"`(?P<key>\w+)`, a comma-separated list of requirements\)",),
+             (r'for ini in sorted\(Path\("/app/repo"\)\.glob\("\*/{ini}"\)\):',
+              r'requires = fields\.get\("{key}", ""\)'),
+             levels=frozenset({3, 4})),
+        Rule("rebuild", (r"`(?P<out>/app/\w+)/rebuild\.txt`: `(?P<changes>/app/\w+\.txt)` lists "
+                         r"files changed",),
+             (r"def test_rebuild\(", r'read\("{out}/rebuild\.txt"\)',
+              r'Path\("{changes}"\)\.read_text\(\)'), levels=frozenset({3, 4})),
+        Rule("renamed_dirs", (r"a few directories are not named after their package",),
+             (r'dirs\[ini\.parent\.name\] = fields\["name"\]',), levels=frozenset({4})),
+        Rule("waves", (r"`(?P<out>/app/\w+)/waves\.txt`: parallel build waves",),
+             (r'read\("{out}/waves\.txt"\)',), levels=frozenset({4})),
+        Rule("summary", (r"`(?P<out>/app/\w+)/summary\.json`: `packages`",),
+             (r'json\.loads\(read\("{out}/summary\.json"\)\)',), levels=frozenset({4})),
+        Rule("program", (r"I need a program that takes the path of a manifest",),
+             (r"def test_program_on_fresh_graphs\(",), when={"code": True}),
+        Rule("program_any_manifest", (r"It must cope with any manifest: requirements that are "
+                                      r"not packages of the manifest are third-party",),
+             (r"max\(LEVEL, 2\) if case % 2 else LEVEL",), levels=frozenset({1}),
+             when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[dict[str, str]] = {
+        "write a topological sort over module dependencies": "build_order"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         language = _code_language(ctx)
+        out, manifest, ini, key, change_list, repo, opener, ask = (
+            rng.choice(options)
+            for options in (
+                BO_OUT_DIRS,
+                BO_MANIFESTS,
+                BO_INI_FILES,
+                BO_REQUIRES_KEYS,
+                BO_CHANGE_LISTS,
+                BO_REPO_NOUNS,
+                BO_OPENERS,
+                BO_ASKS,
+            )
+        )
         graph = bo_graph(rng, {1: 8, 2: 14, 3: 20, 4: 30}[level], level)
         files: dict[str, str | bytes] = {}
         dirs = {name: name for name in graph}
         if level <= 2:
-            files["repo/deps.txt"] = bo_manifest(graph, rng)
+            files[f"repo/{manifest}"] = bo_manifest(graph, rng)
         else:
             if level >= 4:
                 for name in rng.sample(sorted(graph), 2):
@@ -1023,15 +1151,15 @@ class BuildOrder(Family):
             for name, deps in graph.items():
                 version = f"{rng.randint(0, 3)}.{rng.randint(0, 12)}.{rng.randint(0, 9)}"
                 base = f"repo/{dirs[name]}"
-                files[f"{base}/package.ini"] = _bo_ini(name, deps, version, rng.random() < 0.5)
+                files[f"{base}/{ini}"] = _bo_ini(name, deps, version, rng.random() < 0.5, key)
                 files[f"{base}/src/main.py"] = f'"""{name}."""\n\nVERSION = "{version}"\n'
             files["repo/scratch/notes.txt"] = "not a package, just notes\n"
             picks = rng.sample(sorted(graph), 3)
             changes = [f"repo/{dirs[p]}/src/main.py" for p in picks]
-            changes += [f"repo/{dirs[picks[0]]}/package.ini", "docs/architecture.md"]
+            changes += [f"repo/{dirs[picks[0]]}/{ini}", "docs/architecture.md"]
             changes.append("repo/scratch/notes.txt")
             rng.shuffle(changes)
-            files["changes.txt"] = "\n".join(changes) + "\n"
+            files[change_list] = "\n".join(changes) + "\n"
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
 
         rule = (
@@ -1047,46 +1175,47 @@ class BuildOrder(Family):
             )
         if level <= 2:
             where = (
-                "`/app/repo/deps.txt` lists the packages of our monorepo, one `name: "
+                f"`/app/repo/{manifest}` lists the packages of our {repo}, one `name: "
                 "requirement requirement ...` line each (`#` starts a comment)."
             )
         else:
             where = (
-                "Each package of our monorepo lives in a directory under `/app/repo/` with a "
-                "`package.ini` (`[package]` section with `name`, `version` and optionally "
-                "`requires`, a comma-separated list). Directories without one are not packages."
+                f"Each package of our {repo} lives in a directory under `/app/repo/` with a "
+                f"`{ini}` (`[package]` section with `name`, `version` and optionally "
+                f"`{key}`, a comma-separated list of requirements). Directories without one are "
+                "not packages."
             )
             if level >= 4:
                 where += " Careful: a few directories are not named after their package."
         deliverables = [
-            "`/app/out/build_order.txt`: the packages that can be built, one per line, in build "
+            f"`{out}/build_order.txt`: the packages that can be built, one per line, in build "
             "order."
         ]
         if level >= 2:
             deliverables.append(
-                "`/app/out/blocked.txt`: the packages that can never be built, sorted."
+                f"`{out}/blocked.txt`: the packages that can never be built, sorted."
             )
         if level >= 3:
             deliverables.append(
-                "`/app/out/rebuild.txt`: `/app/changes.txt` lists files changed in a pull "
+                f"`{out}/rebuild.txt`: `/app/{change_list}` lists files changed in a pull "
                 "request. The packages owning a changed file, plus every package that requires "
                 "one of them directly or indirectly, must be rebuilt: list the buildable ones "
                 "in build order."
             )
         if level >= 4:
             deliverables.append(
-                "`/app/out/waves.txt`: parallel build waves. A buildable package with no "
+                f"`{out}/waves.txt`: parallel build waves. A buildable package with no "
                 "requirement inside the repo is in wave 1; otherwise its wave is one more than "
                 "the highest wave among its in-repo requirements. One line per wave, "
                 "`K: name name ...` (names sorted), K ascending."
             )
             deliverables.append(
-                "`/app/out/summary.json`: `packages` (all packages), `buildable`, `blocked`, "
+                f"`{out}/summary.json`: `packages` (all packages), `buildable`, `blocked`, "
                 "`waves` (number of waves) and `rebuild` (lines of rebuild.txt)."
             )
         body = [
-            where + " " + rule,
-            "Our CI needs the following:\n" + numbered(deliverables),
+            opener + where + " " + rule,
+            f"{ask} (leave the input files as they are):\n" + numbered(deliverables),
         ]
         program = None
         if language:
@@ -1095,7 +1224,15 @@ class BuildOrder(Family):
                 "CI should compute this itself from now on, so I need a program that takes "
                 "the path of a manifest in the `name: requirement ...` line format (blank lines "
                 "and `#` comments allowed) and prints the buildable packages in build order, "
-                "one per line. " + _program_sentence(language, program)
+                "one per line. "
+                + (
+                    "It must cope with any manifest: requirements that are not packages of the "
+                    "manifest are third-party and already installed, and a package in a "
+                    "requirement cycle, or one that needs such a package, is never built. "
+                    if level == 1
+                    else ""
+                )
+                + _program_sentence(language, program)
             )
         instruction = "\n\n".join(body)
 
@@ -1157,10 +1294,25 @@ class BuildOrder(Family):
                 " $(wc -l < /app/out/rebuild.txt) > /app/out/summary.json",
                 "cat /app/out/summary.json",
             ]
-        solution = "\n".join(s for s in steps if s)
+        # the reference steps and the tests are written for the default names
+        names = {
+            "/app/out": out,
+            "/app/repo/deps.txt": f"/app/repo/{manifest}",
+            "package.ini": ini,
+            '"requires"': f'"{key}"',
+            "/app/changes.txt": f"/app/{change_list}",
+        }
+
+        def named(text: str) -> str:
+            for default, chosen in names.items():
+                text = text.replace(default, chosen)
+            return text
+
+        solution = named("\n".join(s for s in steps if s))
 
         params = {
             "level": level,
+            "code": language is not None,
             "hashes": hashes,
             "cases": {1: 5, 2: 8, 3: 12, 4: 16}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
@@ -1170,10 +1322,9 @@ class BuildOrder(Family):
             + "\n\n"
             + f"BO_NAMES = {BO_NAMES!r}\nBO_EXTERNAL = {BO_EXTERNAL!r}\n\n"
             + _sources(bo_parse, bo_order, bo_waves, bo_rebuild, bo_graph, bo_manifest)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
-            + _BO_TESTS
+            + "\n\n"
+            + _settings(params)
+            + named(_BO_TESTS)
         )
         return Draft(
             instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
@@ -1181,7 +1332,7 @@ class BuildOrder(Family):
 
 
 _BO_TESTS = """
-LEVEL = P["level"]
+LEVEL = CFG["level"]
 
 
 def load():
@@ -1209,16 +1360,16 @@ def lines(items):
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_build_order():
     assert read("/app/out/build_order.txt") == lines(ORDER), "build_order.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="no cycles at level 1")
 def test_blocked():
-    assert read("/app/out/blocked.txt") == lines(BLOCKED), "blocked.txt is wrong"
+    if CFG["level"] >= 2:
+        assert read("/app/out/blocked.txt") == lines(BLOCKED), "blocked.txt is wrong"
 
 
 def rebuild():
@@ -1230,32 +1381,34 @@ def rebuild():
     return bo_rebuild(GRAPH, ORDER, sorted(changed))
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="the rebuild set starts at level 3")
 def test_rebuild():
-    assert read("/app/out/rebuild.txt") == lines(rebuild()), "rebuild.txt is wrong"
+    if CFG["level"] >= 3:
+        assert read("/app/out/rebuild.txt") == lines(rebuild()), "rebuild.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="waves are a level-4 deliverable")
 def test_waves_and_summary():
-    waves = bo_waves(GRAPH, ORDER)
-    expected = "".join(f"{k}: {' '.join(w)}\\n" for k, w in enumerate(waves, 1))
-    assert read("/app/out/waves.txt") == expected, "waves.txt is wrong"
-    summary = json.loads(read("/app/out/summary.json"))
-    want = {
-        "packages": len(GRAPH),
-        "buildable": len(ORDER),
-        "blocked": len(BLOCKED),
-        "waves": len(waves),
-        "rebuild": len(rebuild()),
-    }
-    for key, value in want.items():
-        assert summary.get(key) == value, f"summary.json {key}: {summary.get(key)!r} != {value}"
+    if CFG["level"] >= 4:
+        waves = bo_waves(GRAPH, ORDER)
+        expected = "".join(f"{k}: {' '.join(w)}\\n" for k, w in enumerate(waves, 1))
+        assert read("/app/out/waves.txt") == expected, "waves.txt is wrong"
+        summary = json.loads(read("/app/out/summary.json"))
+        want = {
+            "packages": len(GRAPH),
+            "buildable": len(ORDER),
+            "blocked": len(BLOCKED),
+            "waves": len(waves),
+            "rebuild": len(rebuild()),
+        }
+        for key, value in want.items():
+            got = summary.get(key)
+            assert got == value, f"summary.json {key}: {got!r} != {value}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_program_on_fresh_graphs(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(8086)
-    for case in range(P["cases"]):
+    for case in range(CFG["cases"]):
         graph = bo_graph(rng, rng.randint(1, 30), max(LEVEL, 2) if case % 2 else LEVEL)
         path = tmp_path / f"deps{case}.txt"
         path.write_text(bo_manifest(graph, rng))
@@ -1663,6 +1816,43 @@ class RationalCalc(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("inputs_untouched", (r"leave `/app/input` as it is",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("operators_precedence", (r"the operators `\+ - \* /` with the usual precedence",),
+             (r'while peek\(\) in \("\*", "/"\):',)),
+        Rule("spaces_optional", (r"spaces may appear between tokens or not",),
+             (r'if text\[i\] == " ":',)),
+        Rule("parentheses", (r"\n- parentheses\n",), (r'if token == "\(":',),
+             levels=frozenset({2, 3, 4})),
+        Rule("unary_minus", (r"unary minus, as in `-3`",), (r"return -a, b",),
+             levels=frozenset({3, 4})),
+        Rule("power", (r"`\^` with an integer exponent .+? so `-2\^2` is -4",),
+             (r'if peek\(\) == "\^":',), levels=frozenset({4})),
+        Rule("lowest_terms", (r"print it as `p/q` in lowest terms with q > 1 and the sign on p, "
+                              r"or as the integer `p` when the value is whole",),
+             (r"g = math\.gcd\(n, d\)", r'return str\(n\) if d == 1 else')),
+        Rule("division_by_zero", (r"Dividing by zero anywhere .*?makes that line's result "
+                                  r"`ERROR`",),
+             (r'except ZeroDivisionError:\s+return "ERROR"',)),
+        Rule("zero_base_negative_exponent", (r"including a zero base with a negative exponent",),
+             (r"a, b = make\(b, a\)",), levels=frozenset({4})),
+        Rule("results_file", (r"`/app/out/results\.txt`: the result of each expression",),
+             (r'read\("/app/out/results\.txt"\)',), levels=frozenset({1, 2})),
+        Rule("batch_results", (r"`/app/out/batch-N\.txt` for each input batch",),
+             (r'read\(f"/app/out/\{{name\}}"\)',), levels=frozenset({3, 4})),
+        Rule("errors_file", (r"`/app/out/errors\.txt`: one `FILE:LINE` per ERROR result",),
+             (r'read\("/app/out/errors\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("extremes", (r"`/app/out/extremes\.txt`: two lines, `max V` and `min V`",),
+             (r"def test_extremes\(",), levels=frozenset({2, 3, 4})),
+        Rule("summary", (r"`/app/out/summary\.json`: `expressions`",), (r"def test_summary\(",),
+             levels=frozenset({4})),
+        Rule("program", (r"The engine will call a calculator program",),
+             (r"def test_calculator_on_fresh_expressions\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[dict[str, str]] = {
+        "implement rational number arithmetic with automatic normalization": "lowest_terms",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1674,9 +1864,12 @@ class RationalCalc(Family):
         else:
             inputs = [f"batch-{i}.txt" for i in range(1, 4 if level == 3 else 5)]
             sizes = [20] * len(inputs)
-        for name, size in zip(inputs, sizes, strict=True):
-            files[f"input/{name}"] = "\n".join(rc_expression(rng, level) for _ in range(size))
-            files[f"input/{name}"] += "\n"
+        exprs = [[rc_expression(rng, level) for _ in range(size)] for size in sizes]
+        # random expressions often divide by nothing that is zero: plant one that does
+        zero = f"{rng.randint(1, 30)} / 0" if level < 4 else f"{rng.randint(1, 30)} + 0^-1"
+        exprs[rng.randrange(len(exprs))].insert(rng.randint(0, sizes[0]), zero)
+        for name, lines in zip(inputs, exprs, strict=True):
+            files[f"input/{name}"] = "\n".join(lines) + "\n"
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
 
         grammar = [
@@ -1705,8 +1898,8 @@ class RationalCalc(Family):
             + bullets(grammar)
             + "\n\nA result is exact: print it as `p/q` in lowest terms with q > 1 and the sign "
             "on p, or as the integer `p` when the value is whole. Dividing by zero anywhere "
-            "(including a zero base with a negative exponent) makes that line's result "
-            "`ERROR`."
+            + ("(including a zero base with a negative exponent) " if level >= 4 else "")
+            + "makes that line's result `ERROR`."
         ]
         deliverables = []
         if level <= 2:
@@ -1733,7 +1926,7 @@ class RationalCalc(Family):
                 "(results that are whole numbers) and `max` / `min` (as strings like in "
                 "extremes.txt)."
             )
-        body.append("Please produce:\n" + numbered(deliverables))
+        body.append("Please produce (leave `/app/input` as it is):\n" + numbered(deliverables))
         program = None
         if language:
             program = program_path(language, "/app/ratcalc")
@@ -1792,6 +1985,7 @@ class RationalCalc(Family):
 
         params = {
             "level": level,
+            "code": language is not None,
             "hashes": hashes,
             "inputs": inputs,
             "fuzz": {1: 40, 2: 80, 3: 120, 4: 160}[level]
@@ -1801,9 +1995,8 @@ class RationalCalc(Family):
             _test_head(language, program)
             + "\n\n"
             + _sources(rc_eval, rc_expression)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _RC_TESTS
         )
         return Draft(
@@ -1814,9 +2007,9 @@ class RationalCalc(Family):
 _RC_TESTS = """
 from fractions import Fraction
 
-LEVEL = P["level"]
+LEVEL = CFG["level"]
 RESULTS = {}
-for _name in P["inputs"]:
+for _name in CFG["inputs"]:
     _path = Path("/app/input") / _name
     RESULTS[_name] = [rc_eval(e) for e in _path.read_text().splitlines()] if _path.is_file() else []
 
@@ -1826,7 +2019,7 @@ def lines(items):
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_results():
@@ -1843,34 +2036,38 @@ def good():
     return [r for rs in RESULTS.values() for r in rs if r != "ERROR"]
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="extremes start at level 2")
 def test_extremes():
-    values = good()
-    big, small = max(values, key=Fraction), min(values, key=Fraction)
-    assert read("/app/out/extremes.txt") == f"max {big}\\nmin {small}\\n", "extremes.txt is wrong"
+    if CFG["level"] >= 2:
+        values = good()
+        big, small = max(values, key=Fraction), min(values, key=Fraction)
+        want = f"max {big}\\nmin {small}\\n"
+        assert read("/app/out/extremes.txt") == want, "extremes.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="the summary is a level-4 deliverable")
 def test_summary():
-    values = good()
-    everything = [r for rs in RESULTS.values() for r in rs]
-    want = {
-        "expressions": len(everything),
-        "errors": everything.count("ERROR"),
-        "integers": sum("/" not in v for v in values),
-        "max": max(values, key=Fraction),
-        "min": min(values, key=Fraction),
-    }
-    data = json.loads(read("/app/out/summary.json"))
-    for key, value in want.items():
-        assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
+    if CFG["level"] >= 4:
+        values = good()
+        everything = [r for rs in RESULTS.values() for r in rs]
+        want = {
+            "expressions": len(everything),
+            "errors": everything.count("ERROR"),
+            "integers": sum("/" not in v for v in values),
+            "max": max(values, key=Fraction),
+            "min": min(values, key=Fraction),
+        }
+        data = json.loads(read("/app/out/summary.json"))
+        for key, value in want.items():
+            assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_calculator_on_fresh_expressions():
+    if not CFG["code"]:
+        return
     rng = random.Random(65537)
-    exprs = [rc_expression(rng, LEVEL) for _ in range(P["fuzz"])]
+    exprs = [rc_expression(rng, LEVEL) for _ in range(CFG["fuzz"])]
     exprs += ["7", "1/0", "0/5", "6/4", "10 / 4 * 2 - 5"]
+    if CFG["level"] >= 4:
+        exprs += ["2 - 0^-1", "(1/2)^-3"]
     done = run([], stdin=lines(exprs))
     assert done.returncode == 0, f"the calculator failed: {done.stderr[-1500:]}"
     got = done.stdout.splitlines()
@@ -2500,6 +2697,48 @@ class SemverPick(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only", "vendored_package"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("inputs_untouched", (r"leave `/app/requirements\.txt` and `/app/registry/index\.txt` "
+                                  r"as they are",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("resolved", (r"`/app/out/resolved\.txt`: for each required package, .+? the "
+                          r"highest version of the index satisfying its requirement, or "
+                          r"`package NONE`",),
+             (r"def test_resolved\(",)),
+        Rule("numeric_precedence", (r"Versions are `MAJOR\.MINOR\.PATCH` compared numerically, "
+                                    r"part by part",),
+             (r"return -1 if x\[:3\] < y\[:3\] else 1",)),
+        Rule("basic_comparators", (r"`>=V`, `<V` and `=V` \(a bare `V` means `=V`\); comparators "
+                                   r"separated by spaces must all hold",),
+             (r'op, target = match\.group\(1\) or "=", match\.group\(2\)',)),
+        Rule("caret_tilde", (r"`\^V` allows changes that keep the first non-zero part",
+                             r"`~V` allows patch changes"),
+             (r'if op == "\^":', r'elif op == "~":'), levels=frozenset({2, 3, 4})),
+        Rule("prerelease_order", (r"a prerelease `X\.Y\.Z-tag\.tag` ranks below `X\.Y\.Z`",),
+             (r"if i\.isdigit\(\) and j\.isdigit\(\):",), levels=frozenset({3, 4})),
+        Rule("prerelease_match", (r"a prerelease version \(with a `-tag`\) can only match a "
+                                  r"range",),
+             (r"if ok and level >= 3 and mine\[3\]:",), levels=frozenset({3, 4})),
+        Rule("alternatives", (r"`\|\|` separates alternatives",),
+             (r'for alternative in constraint\.split\("\|\|"\):',), levels=frozenset({4})),
+        Rule("repeated_requirements", (r"A package may be listed more than once; then its version "
+                                       r"must satisfy every line",),
+             (r"wanted\.setdefault\(package, \[\]\)\.append",), levels=frozenset({4})),
+        Rule("versions_file", (r"`/app/out/versions\.txt`: for every package of the index",),
+             (r"def test_versions\(",), levels=frozenset({2, 3, 4})),
+        Rule("outdated_file", (r"`/app/out/outdated\.txt`: `package RESOLVED LATEST`",),
+             (r"def test_outdated\(",), levels=frozenset({3, 4})),
+        Rule("lock_file", (r"`/app/out/lock\.json`: an object mapping each required package",),
+             (r"def test_lock\(",), levels=frozenset({4})),
+        Rule("fix_vendored_library", (r"Fix the library in place so that it follows its README",),
+             (r"semverlite\.compare\(a, b\) == sv_cmp\(a, b\)",
+              r"semverlite\.max_satisfying\(pool, \">=0\.0\.0\"\)"),
+             when={"vendored": True}),
+        Rule("patch_file", (r"`/app/out/semverlite\.patch`: a unified diff of your changes",),
+             (r'patch = read\("/app/out/semverlite\.patch"\)',), when={"vendored": True}),
+        Rule("program", (r"Our CI will call a picker program",),
+             (r"def test_picker_on_fresh_indexes\(",), when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -2576,6 +2815,7 @@ class SemverPick(Family):
                 "`/app/out/lock.json`: an object mapping each required package to its resolved "
                 "version, or null."
             )
+        keep = "leave `/app/requirements.txt` and `/app/registry/index.txt` as they are"
         if vendored:
             deliverables.append(
                 "`/app/out/semverlite.patch`: a unified diff of your changes to the vendored "
@@ -2591,7 +2831,8 @@ class SemverPick(Family):
                 "its API (`parse`, `compare`, `satisfies`, `max_satisfying`, `sort_versions`) "
                 "since other scripts import it. There may be more than one bug." + repeat,
                 "What the library must implement: " + precedence + " Ranges:\n" + bullets(ranges),
-                "Then give me the tool's outputs, computed correctly:\n" + numbered(deliverables),
+                f"Then give me the tool's outputs, computed correctly ({keep}):\n"
+                + numbered(deliverables),
             ]
         else:
             body = [
@@ -2599,7 +2840,7 @@ class SemverPick(Family):
                 "constraint` lines and `/app/registry/index.txt` lists what the registry has "
                 f"(`package version` lines, in no order).{repeat}",
                 precedence + " Constraints:\n" + bullets(ranges),
-                "Please produce:\n" + numbered(deliverables),
+                f"Please produce ({keep}):\n" + numbered(deliverables),
             ]
         program = None
         if language:
@@ -2686,6 +2927,7 @@ class SemverPick(Family):
 
         params = {
             "level": level,
+            "code": language is not None,
             "hashes": hashes,
             "vendored": vendored,
             "cases": {1: 5, 2: 8, 3: 12, 4: 16}[level]
@@ -2697,9 +2939,8 @@ class SemverPick(Family):
             + _SV_ORACLE
             + "\n\n"
             + _sources(sv_constraint, sv_world, sv_index_text)
-            + "\n\nP = "
-            + repr(params)
-            + "\n"
+            + "\n\n"
+            + _settings(params)
             + _SV_TESTS
         )
         return Draft(
@@ -2710,14 +2951,14 @@ class SemverPick(Family):
 _SV_TESTS = """
 import sys
 
-LEVEL = P["level"]
+LEVEL = CFG["level"]
 INDEX = sv_index(Path("/app/registry/index.txt").read_text())
 REQUIREMENTS = Path("/app/requirements.txt").read_text()
 RESOLVED = sv_resolve(INDEX, REQUIREMENTS, LEVEL)
 
 
 def test_inputs_untouched():
-    check_fixtures(P["hashes"])
+    check_fixtures(CFG["hashes"])
 
 
 def test_resolved():
@@ -2725,31 +2966,32 @@ def test_resolved():
     assert read("/app/out/resolved.txt") == expected, "resolved.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 2, reason="version listings start at level 2")
 def test_versions():
-    expected = "".join(f"{p} {' '.join(sv_sorted(INDEX[p]))}\\n" for p in sorted(INDEX))
-    assert read("/app/out/versions.txt") == expected, "versions.txt is wrong"
+    if CFG["level"] >= 2:
+        expected = "".join(f"{p} {' '.join(sv_sorted(INDEX[p]))}\\n" for p in sorted(INDEX))
+        assert read("/app/out/versions.txt") == expected, "versions.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 3, reason="the outdated report starts at level 3")
 def test_outdated():
-    rows = []
-    for package, version in RESOLVED:
-        stable = [v for v in INDEX.get(package, []) if "-" not in v]
-        if version and stable:
-            latest = sv_sorted(stable)[-1]
-            if sv_cmp(version, latest) < 0:
-                rows.append(f"{package} {version} {latest}\\n")
-    assert read("/app/out/outdated.txt") == "".join(rows), "outdated.txt is wrong"
+    if CFG["level"] >= 3:
+        rows = []
+        for package, version in RESOLVED:
+            stable = [v for v in INDEX.get(package, []) if "-" not in v]
+            if version and stable:
+                latest = sv_sorted(stable)[-1]
+                if sv_cmp(version, latest) < 0:
+                    rows.append(f"{package} {version} {latest}\\n")
+        assert read("/app/out/outdated.txt") == "".join(rows), "outdated.txt is wrong"
 
 
-@pytest.mark.skipif(LEVEL < 4, reason="the lockfile is a level-4 deliverable")
 def test_lock():
-    assert json.loads(read("/app/out/lock.json")) == dict(RESOLVED), "lock.json is wrong"
+    if CFG["level"] >= 4:
+        assert json.loads(read("/app/out/lock.json")) == dict(RESOLVED), "lock.json is wrong"
 
 
-@pytest.mark.skipif(not P["vendored"], reason="no vendored library")
 def test_vendored_library_fixed():
+    if not CFG["vendored"]:
+        return
     assert Path("/app/vendor/semverlite/__init__.py").is_file(), "the vendored library is gone"
     sys.path.insert(0, "/app/vendor")
     for name in [m for m in sys.modules if m.startswith("semverlite")]:
@@ -2789,10 +3031,11 @@ def test_vendored_library_fixed():
     assert "core.py" in patch and "\\n+" in patch, "semverlite.patch does not show the fix"
 
 
-@pytest.mark.skipif(LANG is None, reason="no program asked for")
 def test_picker_on_fresh_indexes(tmp_path):
+    if not CFG["code"]:
+        return
     rng = random.Random(1729)
-    for case in range(P["cases"]):
+    for case in range(CFG["cases"]):
         index, requirements = sv_world(rng, LEVEL, rng.randint(2, 8))
         path = tmp_path / f"index{case}.txt"
         path.write_text(sv_index_text(index, rng))
