@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from tmax.generate.audit import Rule
 from tmax.generate.families._common import LANGUAGE_NAMES, bullets, csv_text, program_path
 from tmax.generate.families.scientific_computing import (
@@ -347,6 +350,9 @@ class CustomerTotals(Family):
         Rule("lookup_service", (r"keep a lookup service running on 127\.0\.0\.1:\d+",),
              (r"def test_service\(",), when={"service": True}),
     )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "group transactions and compute per-customer totals": "totals_csv"
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -505,6 +511,9 @@ class CustomerTotals(Family):
 _SIGNUP_ORACLE = r"""
 import re
 
+ID_PREFIX = "@PREFIX@"
+AMOUNT_CAP = @CAP@
+
 _EMAIL = re.compile(r"[a-z0-9+_-]+(\.[a-z0-9+_-]+)*@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,10}")
 
 
@@ -522,7 +531,7 @@ def signup_ok(line, level, seen):
     if len(fields) != 4:
         return False
     rid, email, day, amount = fields
-    if not re.fullmatch(r"C[0-9]{6}", rid) or not _EMAIL.fullmatch(email):
+    if not re.fullmatch(ID_PREFIX + r"[0-9]{6}", rid) or not _EMAIL.fullmatch(email):
         return False
     if level >= 2:
         if not valid_date(day):
@@ -531,7 +540,7 @@ def signup_ok(line, level, seen):
         return False
     if not re.fullmatch(r"-?[0-9]+\.[0-9]{2}", amount):
         return False
-    if level >= 3 and (amount.startswith("-") or float(amount) > 100000):
+    if level >= 3 and (amount.startswith("-") or float(amount) > AMOUNT_CAP):
         return False
     if level >= 4:
         if rid in seen:
@@ -572,12 +581,12 @@ function okdate(s,   y, m, d, leap, dim) {
   split("31 28 31 30 31 30 31 31 30 31 30 31", dim, " "); if (leap) dim[2] = 29
   return m >= 1 && m <= 12 && d >= 1 && d <= dim[m] }
 { n = split($0, f, ","); if (n != 4) next
-  if (f[1] !~ /^C[0-9][0-9][0-9][0-9][0-9][0-9]$/) next
+  if (f[1] !~ /^@PREFIX@[0-9][0-9][0-9][0-9][0-9][0-9]$/) next
   if (f[2] !~ /^[a-z0-9+_-]+(\.[a-z0-9+_-]+)*@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z][a-z]+$/) next
   split(f[2], parts, "."); tld = parts[length(parts)]; if (length(tld) > 10) next
   if (!okdate(f[3])) next
   if (f[4] !~ /^-?[0-9]+\.[0-9][0-9]$/) next
-  if (L >= 3 && (f[4] ~ /^-/ || f[4] + 0 > 100000)) next
+  if (L >= 3 && (f[4] ~ /^-/ || f[4] + 0 > @CAP@)) next
   if (L >= 4) { if (f[1] in seen) next; seen[f[1]] = 1 }
   print }' "$1"
 """
@@ -586,7 +595,7 @@ _SIGNUP_TESTS = r"""
 
 def clean_line(rng, used):
     while True:
-        rid = "C%06d" % rng.randint(0, 999999)
+        rid = ID_PREFIX + "%06d" % rng.randint(0, 999999)
         if rid not in used:
             used.add(rid)
             break
@@ -595,7 +604,7 @@ def clean_line(rng, used):
     tld = rng.choice(["com", "org", "io", "museum"])
     year = rng.choice([2020, 2023, 2024])
     day = "%04d-%02d-%02d" % (year, rng.randint(1, 12), rng.randint(1, 28))
-    amount = "%d.%02d" % (rng.randint(0, 99999), rng.randint(0, 99))
+    amount = "%d.%02d" % (rng.randint(0, AMOUNT_CAP - 1), rng.randint(0, 99))
     return f"{rid},{local}@{domain}.{tld},{day},{amount}"
 
 
@@ -611,7 +620,9 @@ def evil_line(rng, used, level):
     if kind == "fields":
         good.append("extra")
     elif kind == "id":
-        good[0] = rng.choice(["C12345", "c123456", "C1234567", "X123456", "C12345a"])
+        p = ID_PREFIX
+        good[0] = rng.choice([p + "12345", p.lower() + "123456", p + "1234567", "X123456",
+                              p + "12345a"])
     elif kind == "email_upper":
         good[1] = good[1].upper()
     elif kind == "email_noat":
@@ -639,7 +650,7 @@ def evil_line(rng, used, level):
     elif kind == "negative":
         good[3] = "-" + good[3]
     elif kind == "huge":
-        good[3] = "100000.01"
+        good[3] = "%d.01" % AMOUNT_CAP
     return ",".join(good)
 
 
@@ -699,6 +710,26 @@ def test_hidden_corpus():
 """
 
 
+_SIGNUP_PREFIXES = ("C", "U", "M", "S", "A")
+_SIGNUP_CAPS = (5000, 10000, 25000, 100000)
+_SIGNUP_FOLDERS = ("incoming", "inbox", "uploads")
+_SIGNUP_NAMES = ("signups", "registrations", "new_accounts", "enrolments")
+_SIGNUP_INTROS = (
+    "Sign-up records (no header) arrive in {path}. A record is valid when:\n\n",
+    "Our sign-up form writes one record per line (no header) to {path}. A record counts "
+    "as valid only when:\n\n",
+    "{path} holds the latest sign-up records, one per line, no header. Treat a record as "
+    "valid when:\n\n",
+)
+
+
+def _fill(text: str, settings: dict[str, str]) -> str:
+    """``text`` with each ``@NAME@`` placeholder replaced by its setting."""
+    for placeholder, value in settings.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
 @register
 class SignupValidator(Family):
     """Validate sign-up records (ids, emails, calendar dates, amounts, duplicates by level):
@@ -710,15 +741,48 @@ class SignupValidator(Family):
     verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("four_fields", (r"exactly four comma-separated fields",),
+             (r"if len\(fields\) != 4:",)),
+        Rule("id_format", (r"`id` is `(?P<prefix>[A-Z])` followed by exactly six digits",),
+             (r'ID_PREFIX = "{prefix}"', r're\.fullmatch\(ID_PREFIX \+ r"\[0-9\]\{{6\}}", rid\)')),
+        Rule("email_format", (r"`email` is lowercase `local@domain\.tld`",),
+             (r"_EMAIL\.fullmatch\(email\)",)),
+        Rule("date_format", (r"`signup_date` is `YYYY-MM-DD`",),
+             (r'fullmatch\(r"\[0-9\]\{{4\}}-\[0-9\]\{{2\}}-\[0-9\]\{{2\}}", (?:text|day)\)',)),
+        Rule("calendar_date", (r"a real calendar date \(leap years count\)",),
+             (r"if not valid_date\(day\):",), levels=frozenset({2, 3, 4})),
+        Rule("amount_format", (r"`amount` is digits, a dot, two digits",),
+             (r're\.fullmatch\(r"-\?\[0-9\]\+\\\.\[0-9\]\{{2\}}", amount\)',)),
+        Rule("amount_range", (r"`amount` must not be negative nor above (?P<cap>\d+)\.00",),
+             (r"AMOUNT_CAP = {cap}\n",
+              r'level >= 3 and \(amount\.startswith\("-"\) or float\(amount\) > AMOUNT_CAP\)'),
+             levels=frozenset({3, 4})),
+        Rule("duplicate_id", (r"an `id` already accepted earlier in the file makes the later",),
+             (r"if rid in seen:",), levels=frozenset({4})),
+        Rule("clean_file", (r"`/app/out/clean\.csv`: the valid records, unchanged and in input",),
+             (r'read\("/app/out/clean\.csv"\)',)),
+        Rule("rejected_file", (r"`/app/out/rejected\.txt`: line numbers",),
+             (r'read\("/app/out/rejected\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("per_year_file", (r"`/app/out/per_year\.txt`: `YEAR COUNT`",),
+             (r'read\("/app/out/per_year\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary_and_checksums", (r"`/app/out/summary\.json`", r"checksums\.sha256"),
+             (r'read\("/app/out/summary\.json"\)', r"check_manifest\("),
+             levels=frozenset({4})),
+        Rule("filter_program", (r"reusable .+? filter at `/app/signup_filter",),
+             (r"def test_hidden_corpus\(",), when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         lang = code_language(ctx)
         prog = program_path(lang, "/app/signup_filter")
         code = ctx.needs_code or ctx.verifier_kind == "adversarial_corpus"
+        prefix, cap = ctx.pick(_SIGNUP_PREFIXES), rng.choice(_SIGNUP_CAPS)
+        source_path = f"/app/{ctx.pick(_SIGNUP_FOLDERS)}/{ctx.pick(_SIGNUP_NAMES)}.csv"
         rows = []
         for _ in range(8 + 8 * level):
-            rid = f"C{rng.randint(0, 999999):06d}"
+            rid = f"{prefix}{rng.randint(0, 999999):06d}"
             user = rng.choice(["ana", "li.wei", "omar_k", "jo+news"])
             host = rng.choice(["example", "mail.corp", "uni-x"])
             email = f"{user}@{host}.{rng.choice(['com', 'org', 'de'])}"
@@ -732,16 +796,16 @@ class SignupValidator(Family):
             elif flaw < 0.2:
                 fields[2] = rng.choice(["2023-02-29", "2024-04-31", "2024/05/01"])
             elif flaw < 0.28:
-                fields[3] = rng.choice(["-5.00", "12.5", "100000.50"])
+                fields[3] = rng.choice(["-5.00", "12.5", f"{cap}.50"])
             elif flaw < 0.34 and rows:
                 fields[0] = rows[-1].split(",")[0]
             elif flaw < 0.4:
                 fields.append("")
             rows.append(",".join(fields))
-        files = {"incoming/signups.csv": "\n".join(rows) + "\n"}
+        files = {source_path[len("/app/") :]: "\n".join(rows) + "\n"}
         cfg = {
             "level": level,
-            "input": "/app/incoming/signups.csv",
+            "input": source_path,
             "lang": lang,
             "program": prog,
             "code": code,
@@ -751,7 +815,7 @@ class SignupValidator(Family):
         rules = [
             "exactly four comma-separated fields: `id,email,signup_date,amount` (no quoting, "
             "no spaces)",
-            "`id` is `C` followed by exactly six digits",
+            f"`id` is `{prefix}` followed by exactly six digits",
             "`email` is lowercase `local@domain.tld`: local part and domain are dot-separated "
             "non-empty labels (local labels of `a-z 0-9 + _ -`, domain labels of `a-z 0-9 -`), "
             "and the final label (tld) is 2-10 letters",
@@ -760,7 +824,7 @@ class SignupValidator(Family):
             "`amount` is digits, a dot, two digits, optionally with a leading `-`",
         ]
         if level >= 3:
-            rules.append("`amount` must not be negative nor above 100000.00")
+            rules.append(f"`amount` must not be negative nor above {cap}.00")
         if level >= 4:
             rules.append(
                 "an `id` already accepted earlier in the file makes the later record invalid"
@@ -783,8 +847,10 @@ class SignupValidator(Family):
                 "rejected.txt and per_year.txt"
             )
         body = (
-            "Sign-up records (no header) arrive in /app/incoming/signups.csv. A record is "
-            "valid when:\n\n" + bullets(rules) + "\n\nPlease produce:\n\n" + bullets(asks)
+            ctx.pick(_SIGNUP_INTROS).format(path=source_path)
+            + bullets(rules)
+            + "\n\nPlease produce:\n\n"
+            + bullets(asks)
         )
         if code:
             body += (
@@ -793,24 +859,25 @@ class SignupValidator(Family):
                 "stdout, unchanged, in input order. I will feed it other files, including "
                 "deliberately malformed records."
             )
-        source = {"python": _SIGNUP_ORACLE + _SIGNUP_PY, "bash": _SIGNUP_BASH}[lang]
-        source = source.replace("@LEVEL@", str(level))
+        settings = {"@LEVEL@": str(level), "@PREFIX@": prefix, "@CAP@": str(cap)}
+        source = _fill(
+            {"python": _SIGNUP_ORACLE + _SIGNUP_PY, "bash": _SIGNUP_BASH}[lang], settings
+        )
         tool = prog if code else "/tmp/signup_filter.sh"
         run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
         lines = [
             "mkdir -p /app/out",
             heredoc(tool, source),
-            f"{run} /app/incoming/signups.csv > /app/out/clean.csv",
+            f"{run} {source_path} > /app/out/clean.csv",
         ]
         if level >= 2:
             lines.append(
-                "grep -nxvFf /app/out/clean.csv /app/incoming/signups.csv | cut -d: -f1 "
-                "> /tmp/rej || true"
+                f"grep -nxvFf /app/out/clean.csv {source_path} | cut -d: -f1 > /tmp/rej || true"
             )
             if level >= 4:
                 lines.append(
                     "awk 'NR == FNR {k[$0]++; next} (k[$0]-- > 0) {next} {print FNR}' "
-                    "/app/out/clean.csv /app/incoming/signups.csv > /tmp/rej"
+                    f"/app/out/clean.csv {source_path} > /tmp/rej"
                 )
             lines.append("cp /tmp/rej /app/out/rejected.txt")
         if level >= 3:
@@ -830,7 +897,9 @@ class SignupValidator(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _SIGNUP_ORACLE + _SIGNUP_TESTS)},
+            tests={
+                "test_task.py": test_file(cfg, "", _fill(_SIGNUP_ORACLE + _SIGNUP_TESTS, settings))
+            },
             files=files,
         )
 
@@ -839,6 +908,11 @@ class SignupValidator(Family):
 
 _ROLLUP_ORACLE = r'''
 import datetime
+import re
+
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+                    r"(Z|[+-][0-9]{2}:[0-9]{2})")
+_VALUE = re.compile(r"[0-9]+(\.[0-9])?")
 
 
 def parse_stamp(text):
@@ -862,6 +936,8 @@ def rollup(texts):
             if len(parts) != 3:
                 continue
             stamp, sensor, value = parts
+            if not _STAMP.fullmatch(stamp) or not _VALUE.fullmatch(value):
+                continue
             try:
                 key, v = (parse_stamp(stamp), sensor), tenths(value)
             except ValueError:
@@ -920,7 +996,11 @@ def random_file(rng):
     lines = ["timestamp,sensor,value"]
     for _ in range(rng.randint(1, 50)):
         if rng.random() < 0.08:
-            lines.append(rng.choice(["garbage", "2024-01-01T00:00:00Z,t1", ",,", "x,y,z"]))
+            lines.append(rng.choice(["garbage", "2024-01-01T00:00:00Z,t1", ",,", "x,y,z",
+                                     "2024-01-01T00:00:00Z,t1,-3.5",
+                                     "2024-01-01T00:00:00Z,t2,12.25",
+                                     "2024-1-01T00:00:00Z,t1,1.0",
+                                     "2024-01-01 00:00:00Z,t1,1.0"]))
             continue
         zone = rng.choice(["Z", "Z", "+02:00", "-05:30", "+00:00"])
         stamp = "2024-%02d-%02dT%02d:%02d:%02d%s" % (rng.choice([2, 12]), rng.choice([1, 28, 29]),
@@ -978,6 +1058,23 @@ def test_program_fresh():
 """
 
 
+_ROLLUP_FOLDERS = ("readings", "uploads", "telemetry", "sensor_logs")
+_ROLLUP_STEMS = ("station", "site", "logger")
+_ROLLUP_INTROS = (
+    "Our weather stations upload minute readings to /app/{folder}/*.csv (header "
+    "`timestamp,sensor,value`; stations do not all log in UTC). Please produce:\n\n",
+    "The greenhouse loggers drop minute-level readings into /app/{folder}/*.csv (header "
+    "`timestamp,sensor,value`); not every logger writes UTC timestamps. I need:\n\n",
+    "Minute readings from our cold-storage monitors land in /app/{folder}/*.csv (header "
+    "`timestamp,sensor,value`). The sites log with different UTC offsets. Please "
+    "produce:\n\n",
+    "Each file in /app/{folder}/ is a CSV of minute readings (header "
+    "`timestamp,sensor,value`) from one of our plant-floor sensor stations, some of "
+    "them not on UTC. From them, please produce:\n\n",
+)
+"""Where the readings lie and how the user says so (the offsets are in every wording)."""
+
+
 @register
 class HourlyRollup(Family):
     """Roll minute-level sensor readings (mixed UTC offsets, junk lines) into hourly per-sensor
@@ -989,6 +1086,31 @@ class HourlyRollup(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("hourly_file",
+             (r"`/app/out/hourly\.csv` with header `hour,sensor,count,min,max,mean`",),
+             (r"def test_rollup_file\(",)),
+        Rule("utc_hours", (r"`hour` written `YYYY-MM-DDTHH` in UTC",),
+             (r"astimezone\(datetime\.timezone\.utc\)",)),
+        Rule("mean_half_up", (r"mean with two decimals rounded half up",),
+             (r"mean = \(20 \* s \+ n\) // \(2 \* n\)",)),
+        Rule("skip_malformed", (r"Lines that are not `timestamp,sensor,value` with an ISO",
+                                r"one decimal are skipped"),
+             (r"if not _STAMP\.fullmatch\(stamp\) or not _VALUE\.fullmatch\(value\):",)),
+        Rule("busiest_file", (r"`/app/out/busiest\.txt`: `HOUR SENSOR`",),
+             (r'read\("/app/out/busiest\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("peaks_file", (r"`/app/out/peaks\.txt`: `SENSOR MAX`",),
+             (r'read\("/app/out/peaks\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary_and_checksums", (r"`/app/out/summary\.json`", r"checksums\.sha256"),
+             (r'read\("/app/out/summary\.json"\)', r"check_manifest\("),
+             levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/rollup",), (r"def test_program_fresh\(",),
+             when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "resample minute-level readings into hourly aggregates": "hourly_file",
+        "align timestamps from sources in different timezones": "utc_hours",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -996,8 +1118,10 @@ class HourlyRollup(Family):
         files: dict[str, str | bytes] = {}
         inputs = []
         day = rng.randint(1, 27)
+        folder, stem = ctx.pick(_ROLLUP_FOLDERS), ctx.pick(_ROLLUP_STEMS)
         for f in range(1 + level // 2):
-            zone = "Z" if f == 0 or level < 3 else rng.choice(["+02:00", "-04:00", "+05:30"])
+            # one station off UTC at every level, so the UTC rule shows in the fixture
+            zone = "Z" if f == 0 and level >= 2 else rng.choice(["+02:00", "-04:00", "+05:30"])
             lines = ["timestamp,sensor,value"]
             for _ in range(10 + 10 * level):
                 lines.append(
@@ -1005,9 +1129,20 @@ class HourlyRollup(Family):
                     f"{rng.randint(0, 59):02d}{zone},{rng.choice(sensors)},"
                     f"{rng.randint(150, 320)}.{rng.randint(0, 9)}"
                 )
-                if level >= 2 and rng.random() < 0.05:
+                if rng.random() < 0.05:
                     lines.append(rng.choice(["ERROR sensor offline", "2024-03-01T00:00:00Z,,"]))
-            name = f"readings/station{f + 1}.csv"
+            # at least one line to skip in every file: junk, or a value with two decimals
+            lines.insert(
+                rng.randint(1, len(lines)),
+                rng.choice(
+                    [
+                        "ERROR sensor offline",
+                        f"2024-03-{day:02d}T09:30:00{zone},{rng.choice(sensors)},"
+                        f"{rng.randint(150, 320)}.{rng.randint(10, 99)}",
+                    ]
+                ),
+            )
+            name = f"{folder}/{stem}{f + 1}.csv"
             files[name] = "\n".join(lines) + "\n"
             inputs.append("/app/" + name)
         lang = code_language(ctx)
@@ -1045,11 +1180,7 @@ class HourlyRollup(Family):
                 "`/app/out/checksums.sha256`: sha256sum lines for hourly.csv, "
                 "busiest.txt and peaks.txt"
             )
-        body = (
-            "Our weather stations upload minute readings to /app/readings/*.csv (header "
-            "`timestamp,sensor,value`; stations do not all log in UTC). Please "
-            "produce:\n\n" + bullets(asks)
-        )
+        body = ctx.pick(_ROLLUP_INTROS).format(folder=folder) + bullets(asks)
         if code:
             body += (
                 f"\n\nMake the roll-up a reusable {LANGUAGE_NAMES[lang]} program at "
@@ -1253,25 +1384,25 @@ def test_matches():
 
 def test_derived():
     level = CFG["level"]
-    if level < 3:
-        return
-    rows = [l.split("\t") for _, out in CFG["pairs"] for l in read(out).split("\n") if l.strip()]
-    counts = {}
-    for _, c in rows:
-        if c != "UNMATCHED":
-            counts[c] = counts.get(c, 0) + 1
-    want = "".join(f"{n} {c}\n" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
-    got = read("/app/out/counts.txt")
-    assert got == want, f"counts.txt (from your matches):\nexpected\n{want}\ngot\n{got}"
-    if level >= 4:
-        unmatched = sorted(n for n, c in rows if c == "UNMATCHED")
-        got = [l for l in read("/app/out/unmatched.txt").split("\n") if l]
-        assert got == unmatched, f"unmatched.txt should be {unmatched}, got {got}"
-        summary = json.loads(read("/app/out/summary.json"))
-        want = {"names": len(rows), "matched": len(rows) - len(unmatched)}
-        assert summary == want, f"summary.json should be {want}, got {summary}"
-        check_manifest("/app/out/checksums.sha256", [out for _, out in CFG["pairs"]]
-                       + ["/app/out/counts.txt", "/app/out/unmatched.txt"])
+    if level >= 3:
+        rows = [l.split("\t") for _, out in CFG["pairs"] for l in read(out).split("\n")
+                if l.strip()]
+        counts = {}
+        for _, c in rows:
+            if c != "UNMATCHED":
+                counts[c] = counts.get(c, 0) + 1
+        want = "".join(f"{n} {c}\n" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+        got = read("/app/out/counts.txt")
+        assert got == want, f"counts.txt (from your matches):\nexpected\n{want}\ngot\n{got}"
+        if level >= 4:
+            unmatched = sorted(n for n, c in rows if c == "UNMATCHED")
+            got = [l for l in read("/app/out/unmatched.txt").split("\n") if l]
+            assert got == unmatched, f"unmatched.txt should be {unmatched}, got {got}"
+            summary = json.loads(read("/app/out/summary.json"))
+            want = {"names": len(rows), "matched": len(rows) - len(unmatched)}
+            assert summary == want, f"summary.json should be {want}, got {summary}"
+            check_manifest("/app/out/checksums.sha256", [out for _, out in CFG["pairs"]]
+                           + ["/app/out/counts.txt", "/app/out/unmatched.txt"])
 
 
 def test_program_fresh():
@@ -1331,6 +1462,38 @@ class NameMatching(Family):
     verifier_kinds = frozenset({"exact_text", "metric_threshold"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("matches_files", (r"the matching `/app/out/matches_qN\.tsv`: one line per non-empty",),
+             (r"def test_matches\(",)),
+        Rule("normalise", (r"compare names after normalising both sides \(lowercase, drop every",),
+             (r'" "\.join\(re\.sub\(r"\[\^a-z0-9 \]", "", name\.lower\(\)\)\.split\(\)\)',
+              r'want = match_lines\(read\(CFG\["canon"\]\)'), when={"mode": "exact"}),
+        Rule("nearest_vendor",
+             (r"the smallest Levenshtein distance \(ties: the alphabetically first",),
+             (r"def distance\(a, b\):", r"sorted\(\(distance\(key, normalise\(c\)\), c\) for c in",
+              r'want = match_lines\(read\(CFG\["canon"\]\)'), when={"mode": "exact"}),
+        Rule("unmatched_limit",
+             (r"when the best distance is above (?P<limit>\d+), write `UNMATCHED`",),
+             (r'"limit": {limit},', r"scored\[0\]\[0\] > limit", r'"truth": \{{[^\n]*"UNMATCHED"'),
+             levels=frozenset({2, 3, 4}), when={"mode": "exact"}),
+        Rule("accuracy_bar", (r"at least \d+% of the lines must be right",),
+             (r'assert acc >= CFG\["threshold"\]',), when={"mode": "metric"}),
+        Rule("junk_unmatched", (r"some lines are junk that matches no vendor, write `UNMATCHED`",),
+             (r'"truth": \{{[^\n]*"UNMATCHED"',), levels=frozenset({2, 3, 4}),
+             when={"mode": "metric"}),
+        Rule("counts_file", (r"`/app/out/counts\.txt`: `COUNT VENDOR`",),
+             (r'read\("/app/out/counts\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("unmatched_file", (r"`/app/out/unmatched\.txt`: the original names",),
+             (r'read\("/app/out/unmatched\.txt"\)',), levels=frozenset({4})),
+        Rule("summary_and_checksums", (r"`/app/out/summary\.json`", r"checksums\.sha256"),
+             (r'read\("/app/out/summary\.json"\)', r"check_manifest\("),
+             levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/match",), (r"def test_program_fresh\(",),
+             when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "fuzzy match names using edit distance thresholds": "unmatched_limit",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1351,6 +1514,11 @@ class NameMatching(Family):
                     c = rng.choice(canon)
                     names.append(_mangle(rng, c, rng.randint(0, 3)))
                     want.append(c)
+            if limit is not None and "UNMATCHED" not in want:
+                # at least one junk line per file, so the UNMATCHED rule shows in the fixture
+                at = rng.randrange(len(names))
+                names[at] = "".join(rng.choice("qwxzjkvbp") for _ in range(rng.randint(10, 15)))
+                want[at] = "UNMATCHED"
             src = f"/app/incoming/invoices_q{f + 1}.txt"
             files[src[5:]] = "\n".join(names) + "\n"
             pairs.append([src, f"/app/out/matches_q{f + 1}.tsv"])

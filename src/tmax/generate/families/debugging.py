@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import LANGUAGE_NAMES, bullets, numbered, program_path
 from tmax.generate.families.data_querying import (
     _SERVER_PY,
@@ -14,7 +17,37 @@ from tmax.generate.families.data_querying import (
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
+
+def _task_tests(params: dict, body: str, service: bool = False) -> str:
+    """test_task.py with the task's settings also as ``CFG_JSON`` (read as ``CFG``), the
+    line the instruction-test audit reads the settings from."""
+    head = "CFG_JSON = " + repr(json.dumps(params, sort_keys=True)) + "\n"
+    return head + _tests(params, "\nCFG = json.loads(CFG_JSON)\n" + body, service)
+
+
 # --- family 1: fix planted bugs in a ranking script -------------------------------------
+
+_SKILL_BUGS = {
+    "fix an off-by-one error in loop bounds": ("len(lines) - 1", "lines[1:-1]", "tail -n +3",
+                                               "i < n - 1"),
+    "fix tie handling in a custom sort comparator": ("reverse=True", "-k1,1r", "strcmp(b->name"),
+}  # fmt: skip
+"""The planted bugs (a piece of the buggy line) that realise a primitive skill: a spec
+that samples the skill gets one of them planted."""
+
+
+def _plant(ctx: RenderContext, template: list, count: int) -> list[int]:
+    """The indices of ``count`` buggy lines of ``template`` to plant: first those the
+    spec's sampled skills ask for (:data:`_SKILL_BUGS`), the rest at random."""
+    candidates = [i for i, (_, bug) in enumerate(template) if bug is not None]
+    pieces = [p for skill in ctx.spec.primitive_skills for p in _SKILL_BUGS.get(skill, ())]
+    wanted = [i for i in candidates if any(p in template[i][1] for p in pieces)]
+    rest = [i for i in candidates if i not in wanted]
+    chosen = wanted + ctx.rng.sample(rest, max(0, min(len(rest), count - len(wanted))))
+    if wanted:
+        ctx.rng.shuffle(chosen)
+    return chosen
+
 
 # Each program is a list of (correct line, buggy variant or None).
 _RANK_PY = [
@@ -119,17 +152,16 @@ def test_report_file():
 
 
 def test_bug_lines():
-    if PARAMS["level"] < 4:
-        return
-    got = read("/app/out/bugs.txt").split()
-    assert got == [str(n) for n in PARAMS["bug_lines"]], f"bugs.txt: got {got}"
+    if CFG["level"] >= 4:
+        got = read("/app/out/bugs.txt").split()
+        assert got == [str(n) for n in CFG["bug_lines"]], f"bugs.txt: got {got}"
 
 
 def test_fixed_program_on_fresh_inputs():
     rng = random.Random(31337)
     work = tempfile.mkdtemp()
     names = ["ana", "bo", "cy", "dan", "eve", "fil", "gus", "hu", "ida", "jon", "kai", "li"]
-    for case in range(PARAMS["cases"]):
+    for case in range(CFG["cases"]):
         rows = [(rng.choice(names) + str(rng.randint(1, 9)), rng.randint(-20, 40))
                 for _ in range(rng.randint(1, 25))]
         if len(rows) > 2:
@@ -145,6 +177,15 @@ def test_fixed_program_on_fresh_inputs():
 """
 
 
+_RANK_NOUNS = ("leaderboard tool", "ranking script", "standings printer", "league-table tool")
+_RANK_SYMPTOMS = (
+    "It gives wrong results.",
+    "Its output is wrong.",
+    "People keep reporting wrong standings from it.",
+    "The numbers it prints are not right.",
+)
+
+
 @register
 class FixRanking(Family):
     """Repair a leaderboard script with planted bugs (loop bounds, tie order, sign, rank
@@ -156,18 +197,41 @@ class FixRanking(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("rank_lines", (r"one line `<rank> <name> <score>` per data row \(rank from 1\)",),
+             (r'for line in text\.splitlines\(\)\[1:\]:', r"enumerate\(rows, 1\)")),
+        Rule("score_order", (r"highest score first and ties in byte order of the name",),
+             (r"rows\.sort\(key=lambda r: \(-r\[1\], r\[0\]\)\)",)),
+        Rule("total_line", (r"then a last line `total <sum of all scores>`",),
+             (r'f"total \{{sum\(s for _, s in rows\)\}}',)),
+        Rule("ranking_file", (r"write its corrected output for `/app/data/\w+\.csv` to "
+                              r"`/app/out/ranking\.txt`",), (r"def test_report_file\(",)),
+        Rule("fixed_in_place", (r"Fix it in place \(keep it a .+? program at that path",),
+             (r"def test_fixed_program_on_fresh_inputs\(",)),
+        Rule("negative_scores", (r"Scores can be negative\.",), (r"rng\.randint\(-20, 40\)",),
+             levels=frozenset({2, 3, 4})),
+        Rule("other_files", (r"I will run the tool on many other files\.",),
+             (r'for case in range\(CFG\["cases"\]\):',), levels=frozenset({3, 4})),
+        Rule("bug_lines", (r"`/app/out/bugs\.txt`: the 1-based line numbers",),
+             (r'read\("/app/out/bugs\.txt"\)',), levels=frozenset({4})),
+        Rule("random_inputs", (r"compared with a reference on random inputs",),
+             (r"def test_fixed_program_on_fresh_inputs\(",), drawn=True),
+    )  # fmt: skip
+
+    skills: ClassVar[Mapping[str, str]] = {  # the bug is planted when sampled: _plant
+        "fix an off-by-one error in loop bounds": "rank_lines",
+        "fix tie handling in a custom sort comparator": "score_order",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         lang = ctx.language
         template = {"python": _RANK_PY, "bash": _RANK_SH, "c": _RANK_C}[lang]
-        candidates = [i for i, (_, bug) in enumerate(template) if bug is not None]
-        chosen = sorted(
-            rng.sample(candidates, min(len(candidates), {1: 1, 2: 2, 3: 3, 4: 3}[level]))
-        )
+        chosen = sorted(_plant(ctx, template, {1: 1, 2: 2, 3: 3, 4: 3}[level]))
         buggy = [bug if i in chosen else good for i, (good, bug) in enumerate(template)]
         fixed = [good for good, _ in template]
-        program = program_path(lang, "/app/rank")
+        program = program_path(lang, "/app/" + ctx.pick(["rank", "leaderboard", "standings"]))
+        data = f"/app/data/{ctx.pick(['scores', 'results', 'week_12', 'season', 'finals'])}.csv"
         names = ["zed", "amy", "bob", "cat", "dov", "eli", "fay", "gil", "hal", "ivo", "jan"]
         rows = []
         for _ in range(5 + 4 * level):
@@ -184,18 +248,17 @@ class FixRanking(Family):
             "`total <sum of all scores>`."
         )
         text = (
-            f"`{program}` is our leaderboard tool ({LANGUAGE_NAMES[lang]}); it takes a "
-            f"`name,score` CSV (with a header) as its only argument. {spec} It gives wrong "
-            "results. Fix it in place (keep it a "
+            f"`{program}` is our {ctx.pick(_RANK_NOUNS)} ({LANGUAGE_NAMES[lang]}); it takes a "
+            f"`name,score` CSV (with a header) as its only argument. {spec} "
+            f"{ctx.pick(_RANK_SYMPTOMS)} Fix it in place (keep it a "
             f"{LANGUAGE_NAMES[lang]} program at that path"
             + (", built with `gcc -O2 -std=c11`" if lang == "c" else "")
-            + ") and write its corrected output for `/app/data/scores.csv` to "
-            "`/app/out/ranking.txt`."
+            + f") and write its corrected output for `{data}` to `/app/out/ranking.txt`."
         )
         if level >= 2:
             text += " Scores can be negative. There may be more than one problem."
         if level >= 3:
-            text += " Change only the faulty lines; I will run the tool on many other files."
+            text += " I will run the tool on many other files."
         if level >= 4:
             text += (
                 " Also write `/app/out/bugs.txt`: the 1-based line numbers (in the file as you "
@@ -205,11 +268,9 @@ class FixRanking(Family):
             text += " Your fixed tool will be compared with a reference on random inputs."
         lines = [f"cat -n {program}", f"cp {program} /tmp/rank.orig"]
         if lang == "c":
-            lines.append(
-                f"gcc -O2 -std=c11 -o /tmp/rank {program} && /tmp/rank /app/data/scores.csv || true"
-            )
+            lines.append(f"gcc -O2 -std=c11 -o /tmp/rank {program} && /tmp/rank {data} || true")
         else:
-            lines.append(f"{run} /app/data/scores.csv || true")
+            lines.append(f"{run} {data} || true")
         if level >= 2:
             lines.append("printf 'name,score\\nb,1\\na,1\\nc,-2\\n' > /tmp/tiny.csv")
         lines += [f"cat > {program} <<'FIXED_EOF'", "\n".join(fixed), "FIXED_EOF"]
@@ -217,7 +278,7 @@ class FixRanking(Family):
             lines.append(f"gcc -O2 -std=c11 -o /tmp/rank {program}")
         if level >= 2:
             lines.append(f"{run} /tmp/tiny.csv")
-        lines += ["mkdir -p /app/out", f"{run} /app/data/scores.csv > /app/out/ranking.txt"]
+        lines += ["mkdir -p /app/out", f"{run} {data} > /app/out/ranking.txt"]
         if level >= 3:
             lines.append(f"diff /tmp/rank.orig {program} || true")
         if level >= 4:
@@ -239,10 +300,10 @@ class FixRanking(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _RANK_TESTS), "scores.csv": scores},
+            tests={"test_task.py": _task_tests(params, _RANK_TESTS), "scores.csv": scores},
             files={
-                "rank" + program[len("/app/rank") :]: "\n".join(buggy) + "\n",
-                "data/scores.csv": scores,
+                program[len("/app/") :]: "\n".join(buggy) + "\n",
+                data[len("/app/") :]: scores,
             },
         )
 
@@ -346,7 +407,7 @@ HERE = os.path.dirname(__file__)
 
 def model(text):
     """What the calculator does with an input: (status, failing line)."""
-    ops = PARAMS["ops"]
+    ops = CFG["ops"]
     for n, line in enumerate(text.splitlines(), 1):
         if line.startswith("#") or line == "":
             continue
@@ -362,10 +423,10 @@ def model(text):
                 return "signal:SIGFPE", n
             continue
         if parts and parts[0] == ops["get"] and len(nums) >= 1:
-            if nums[0] < 0 or nums[0] >= PARAMS["limit"]:
+            if nums[0] < 0 or nums[0] >= CFG["limit"]:
                 return "signal:SIGSEGV", n
             continue
-        return "exit:%d" % PARAMS["badexit"], n
+        return "exit:%d" % CFG["badexit"], n
     return "ok", 0
 
 
@@ -393,37 +454,52 @@ def check(path, want):
 def test_reports():
     files = pristine()
     check("/app/out/status.csv", expect(files, "status"))
-    if PARAMS["level"] >= 3:
+    if CFG["level"] >= 3:
         check("/app/out/first_bad.csv", expect(files, "first"))
 
 
+def test_untouched():
+    if CFG["level"] >= 2:
+        for name, text in pristine().items():
+            assert read(f"/app/inputs/{name}") == text, f"/app/inputs/{name} was modified"
+            done = subprocess.run(["/app/bin/calc"], input=text.encode(), capture_output=True)
+            code = done.returncode
+            status = "ok" if code == 0 else f"exit:{code}" if code > 0 else (
+                "signal:" + signal.Signals(-code).name)
+            assert status == model(text)[0], f"/app/bin/calc was modified ({name}: {status})"
+
+
 def test_reproducers():
-    if PARAMS["level"] < 4:
-        return
-    for sig in ("FPE", "SEGV"):
-        path = f"/app/out/repro_{sig.lower()}.txt"
-        text = read(path)
-        assert text.count("\\n") <= 1, f"{path} must be a single line"
-        with open(path, "rb") as handle:
-            done = subprocess.run(["/app/bin/calc"], stdin=handle, capture_output=True)
-        assert done.returncode == -getattr(signal, "SIG" + sig), f"{path}: exit {done.returncode}"
-    counts = json.loads(read("/app/out/counts.json"))
-    statuses = [model(t)[0] for t in pristine().values()]
-    want = {
-        "ok": statuses.count("ok"),
-        "exit": sum(s.startswith("exit") for s in statuses),
-        "signal": sum(s.startswith("signal") for s in statuses),
-    }
-    assert counts == want, f"counts.json: expected {want}, got {counts}"
+    if CFG["level"] >= 4:
+        for sig in ("FPE", "SEGV"):
+            path = f"/app/out/repro_{sig.lower()}.txt"
+            text = read(path)
+            assert text.count("\\n") <= 1, f"{path} must be a single line"
+            with open(path, "rb") as handle:
+                done = subprocess.run(["/app/bin/calc"], stdin=handle, capture_output=True)
+            code = done.returncode
+            assert code == -getattr(signal, "SIG" + sig), f"{path}: exit {code}"
+
+
+def test_counts():
+    if CFG["level"] >= 4:
+        counts = json.loads(read("/app/out/counts.json"))
+        statuses = [model(t)[0] for t in pristine().values()]
+        want = {
+            "ok": statuses.count("ok"),
+            "exit": sum(s.startswith("exit") for s in statuses),
+            "signal": sum(s.startswith("signal") for s in statuses),
+        }
+        assert counts == want, f"counts.json: expected {want}, got {counts}"
 
 
 def test_triage_program():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     rng = random.Random(808)
     work = tempfile.mkdtemp()
     files = {}
-    ops = PARAMS["ops"]
+    ops = CFG["ops"]
     for i in range(8):
         lines = []
         for _ in range(rng.randint(1, 8)):
@@ -434,7 +510,7 @@ def test_triage_program():
                 den = rng.choice([0, 1, 2, 3, 5, 7])
                 lines.append(f"{ops['div']} {rng.randint(-50, 50)} {den}")
             elif kind < 0.8:
-                lines.append(f"{ops['get']} {rng.randint(-2, PARAMS['limit'] + 2)}")
+                lines.append(f"{ops['get']} {rng.randint(-2, CFG['limit'] + 2)}")
             elif kind < 0.9:
                 lines.append("# note")
             else:
@@ -443,7 +519,7 @@ def test_triage_program():
     for name, text in files.items():
         with open(os.path.join(work, name), "w") as handle:
             handle.write(text)
-    modes = ["status"] + (["first"] if PARAMS["level"] >= 3 else [])
+    modes = ["status"] + (["first"] if CFG["level"] >= 3 else [])
     for mode in modes:
         done = run_program([work] + ([] if mode == "status" else ["first"]))
         assert done.returncode == 0, f"program failed: {done.stderr[-1500:]}"
@@ -463,6 +539,24 @@ class CrashTriage(Family):
     verifier_kinds = frozenset({"exact_text"})
     fixture_kinds = frozenset({"stripped_binary"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("status_report", (r"`/app/out/status\.csv`: header `file,status`",),
+             (r'check\("/app/out/status\.csv", expect\(files, "status"\)\)',)),
+        Rule("first_bad", (r"`/app/out/first_bad\.csv`: header `file,line`",),
+             (r'check\("/app/out/first_bad\.csv", expect\(files, "first"\)\)',),
+             levels=frozenset({3, 4})),
+        Rule("reproducers", (r"`/app/out/repro_fpe\.txt` and `/app/out/repro_segv\.txt`: single",),
+             (r"def test_reproducers\(",), levels=frozenset({4})),
+        Rule("counts", (r'`/app/out/counts\.json`: `\{"ok": n, "exit": n, "signal": n\}`',),
+             (r"def test_counts\(",), levels=frozenset({4})),
+        Rule("untouched", (r"Do not modify the binary or the inputs\.",),
+             (r"def test_untouched\(",), levels=frozenset({2, 3, 4})),
+        Rule("triage_program", (r"reusable .+? program at `/app/triage",),
+             (r"def test_triage_program\(",), when={"code": True}),
+        Rule("first_mode", (r"`<dir> first` prints the first-bad-line table",),
+             (r'\["first"\] if CFG\["level"\] >= 3',), levels=frozenset({3, 4}),
+             when={"code": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -592,7 +686,10 @@ class CrashTriage(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _PROBE_TESTS), "inputs.json": json.dumps(files)},
+            tests={
+                "test_task.py": _task_tests(params, _PROBE_TESTS),
+                "inputs.json": json.dumps(files),
+            },
             files=app,
             dockerfile_steps=(
                 "RUN mkdir -p /app/bin && gcc -O2 -s -o /app/bin/calc /app/src/calc.c"
@@ -715,7 +812,7 @@ def corpus(level):
 
 
 def test_validator_corpus():
-    clean, evil = corpus(PARAMS["level"])
+    clean, evil = corpus(CFG["level"])
     for record in clean:
         done = run_program([], stdin=record + "\\n")
         assert done.stdout.split() == ["VALID"] and done.returncode == 0, (
@@ -731,11 +828,11 @@ def test_validator_corpus():
 
 
 def test_service():
-    if not PARAMS["service"]:
+    if not CFG["service"]:
         return
-    clean, evil = corpus(PARAMS["level"])
+    clean, evil = corpus(CFG["level"])
     records = [r for r in clean + evil if r]
-    got = line_queries(PARAMS["port"], records)
+    got = line_queries(CFG["port"], records)
     want = ["VALID"] * len([r for r in clean if r]) + ["INVALID"] * len([r for r in evil if r])
     assert got == want, f"service answers {list(zip(records, got))}"
 """
@@ -753,6 +850,29 @@ class FixValidator(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     services = True
+    rules = (
+        Rule("four_fields", (r"exactly four `:`-separated fields `username:uid:email:shell`",),
+             (r'"alice:1000:alice@example\.com:/bin/bash:x"',)),
+        Rule("username", (r"username: 3 to 16 characters, a lowercase letter first",),
+             (r'"Alice:1000:a@example\.com:/bin/bash", "al:1000:a@example\.com:/bin/bash"',)),
+        Rule("uid", (r"uid: a decimal integer from 1000 to 60000 written without sign",),
+             (r'"alice:0999:a@example\.com:/bin/bash"', r'"alice:60001:a@example\.com:/bin/bash"')),
+        Rule("email", (r"email: `local@domain` with exactly one `@`",),
+             (r'"alice:1000:a@@example\.com:/bin/bash"', r'"alice:1000:a@b:/bin/bash"'),
+             levels=frozenset({2, 3, 4})),
+        Rule("shell", (r"shell: exactly one of `/bin/bash`, `/bin/sh`, `/usr/sbin/nologin`",),
+             (r'"alice:1000:a@example\.com:/bin/zsh"',), levels=frozenset({3, 4})),
+        Rule("reserved_names", (r"username is not one of the reserved names root, admin",),
+             (r'"root:1000:a@example\.com:/bin/bash", "admin:1001:',), levels=frozenset({4})),
+        Rule("max_length", (r"the whole record is at most 80 characters long",),
+             (r'"a" \* 60 \+ "@example\.com:/bin/bash"',), levels=frozenset({4})),
+        Rule("replacement", (r"Write a correct replacement in .+? at `/app/validate",),
+             (r"def test_validator_corpus\(",)),
+        Rule("exit_status", (r"exits 0 if every record was valid and 1 otherwise",),
+             (r'assert done\.returncode == 1, "a batch with a bad record must exit 1"',)),
+        Rule("service", (r"leave a validation service running on 127\.0\.0\.1 port (?P<port>\d+)",),
+             (r"def test_service\(", r'"port": {port}[,}}]'), when={"service": True}),
+    )  # fmt: skip
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -856,7 +976,7 @@ class FixValidator(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _VALID_TESTS, service=True)},
+            tests={"test_task.py": _task_tests(params, _VALID_TESTS, service=True)},
             files={
                 "legacy_validate.py": _LEGACY_PY,
                 "data/rejected_by_import.txt": "\n".join(rejected) + "\n",
@@ -942,28 +1062,26 @@ def expect(text):
 
 def test_first_bad_release():
     got = read("/app/out/first_bad.txt").split()
-    want = PARAMS["bad"] if PARAMS["level"] >= 4 else PARAMS["bad"][:1]
+    want = CFG["bad"] if CFG["level"] >= 4 else CFG["bad"][:1]
     assert got == want, f"first_bad.txt: expected {want}, got {got}"
 
 
 def test_changed_lines():
-    if PARAMS["level"] < 3:
-        return
-    got = read("/app/out/changed_lines.txt").split()
-    want = [str(n) for n in PARAMS["lines"]]
-    if PARAMS["level"] < 4:
-        want = want[:1]
-    assert got == want, f"changed_lines.txt: expected {want}, got {got}"
+    if CFG["level"] >= 3:
+        got = read("/app/out/changed_lines.txt").split()
+        want = [str(n) for n in CFG["lines"]]
+        if CFG["level"] < 4:
+            want = want[:1]
+        assert got == want, f"changed_lines.txt: expected {want}, got {got}"
 
 
 def test_totals():
-    if PARAMS["level"] < 2:
-        return
-    for name in PARAMS["data"]:
-        stem = name.rsplit(".", 1)[0]
-        want = expect(read(os.path.join(HERE, name)))
-        got = read(f"/app/out/totals_{stem}.txt")
-        assert got == want, f"totals_{stem}.txt:\\nexpected:\\n{want}\\ngot:\\n{got}"
+    if CFG["level"] >= 2:
+        for name in CFG["data"]:
+            stem = name.rsplit(".", 1)[0]
+            want = expect(read(os.path.join(HERE, name)))
+            got = read(f"/app/out/totals_{stem}.txt")
+            assert got == want, f"totals_{stem}.txt:\\nexpected:\\n{want}\\ngot:\\n{got}"
 
 
 def corpus():
@@ -977,7 +1095,7 @@ def corpus():
         "sku,qty\\nB7,10\\nA7,-10\\nA7,10\\nC77777777,2\\n",
     ]
     rng = random.Random(4242)
-    for _ in range(PARAMS["cases"]):
+    for _ in range(CFG["cases"]):
         skus = ["S" + "".join(rng.choice("ABCDEFGHJK0123456789") for _ in range(rng.randint(2, 9)))
                 for _ in range(rng.randint(1, 8))]
         rows = [f"{rng.choice(skus)},{rng.randint(-30, 60)}" for _ in range(rng.randint(1, 30))]
@@ -1014,6 +1132,16 @@ def _tally_orders(rng, n: int) -> str:
     return "sku,qty\n" + "".join(f"{s},{q}\n" for s, q in rows)
 
 
+_TALLY_STORIES = (
+    "Release {good} was correct, but somewhere along the way it started to give wrong "
+    "totals on `{data}`.",
+    "Release {good} got `{data}` right; the newest one does not.",
+    "Our stock numbers for `{data}` stopped matching the warehouse count at some release "
+    "after {good}, which was still correct.",
+    "Somewhere after release {good} (known good) the totals it prints for `{data}` went wrong.",
+)
+
+
 @register
 class BisectRegression(Family):
     """Find which release of a small tool introduced a regression (two at level 4), name
@@ -1025,6 +1153,29 @@ class BisectRegression(Family):
     verifier_kinds = frozenset({"exact_text", "adversarial_corpus"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("tally_output", (r"It prints one line `<sku> <net quantity>` for every sku whose",
+                              r"then a last line `skus <number of lines printed before it>`"),
+             (r"kept = sorted\(s for s in totals if totals\[s\] != 0\)",
+              r'f"skus \{{len\(kept\)\}}')),
+        Rule("first_bad", (r"`/app/out/first_bad\.txt`: the version of the first release that",),
+             (r"def test_first_bad_release\(",)),
+        Rule("two_regressions", (r"there are actually two separate regressions",),
+             (r'want = CFG\["bad"\] if CFG\["level"\] >= 4 else',), levels=frozenset({4})),
+        Rule("fixed_copy", (r"a fixed copy of the newest release at `/app/\w+",),
+             (r"def test_fixed_program_on_corpus\(",)),
+        Rule("totals_files", (r"`/app/out/totals_<name>\.txt` with the correct output",),
+             (r'read\(f"/app/out/totals_\{{stem\}}\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("changed_lines", (r"`/app/out/changed_lines\.txt`: the 1-based line number",),
+             (r'read\("/app/out/changed_lines\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("changed_lines_each", (r"one line per regression, in the same order as first_bad",),
+             (r'want = \[str\(n\) for n in CFG\["lines"\]\]',), levels=frozenset({4})),
+        Rule("nasty_corpus", (r"checked against a corpus of nasty inputs",), (r"def corpus\(",),
+             drawn=True),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "fix an off-by-one error in loop bounds": "fixed_copy",  # planted: _plant
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1032,9 +1183,10 @@ class BisectRegression(Family):
         template = _TALLY_PY if lang == "python" else _TALLY_SH
         ext = ".py" if lang == "python" else ".sh"
         count = 3 + 3 * level
-        versions = [f"1.{k}" for k in range(count)]
-        candidates = [i for i, (_, bug) in enumerate(template) if bug is not None]
-        picked = rng.sample(candidates, 2 if level >= 4 else 1)
+        tool = ctx.pick(["tally", "skusum", "netqty", "stockcount"])
+        major = rng.randint(1, 4)
+        versions = [f"{major}.{k}" for k in range(count)]
+        picked = _plant(ctx, template, 2 if level >= 4 else 1)
         starts = sorted(rng.sample(range(1, count), len(picked)))
         bad = [versions[s] for s in starts]
 
@@ -1044,14 +1196,18 @@ class BisectRegression(Family):
                 line = good
                 if not fixed and i in picked and index >= starts[picked.index(i)]:
                     line = bug
-                out.append(line.replace("__VERSION__", versions[index]))
+                out.append(
+                    line.replace("__VERSION__", versions[index]).replace("tally:", tool + ":")
+                )
             return "\n".join(out) + "\n"
 
-        files = {f"releases/{v}/tally{ext}": release(k) for k, v in enumerate(versions)}
-        data = ["orders.csv"] + (["returns_q2.csv"] if level >= 4 else [])
+        files = {f"releases/{v}/{tool}{ext}": release(k) for k, v in enumerate(versions)}
+        data = [ctx.pick(["orders", "orders_2024", "march_orders", "shop_orders"]) + ".csv"]
+        if level >= 4:
+            data.append(ctx.pick(["returns_q2", "returns_q3", "refunds_may"]) + ".csv")
         fixtures = {name: _tally_orders(rng, 10 + 6 * level) for name in data}
         files.update({f"data/{name}": text for name, text in fixtures.items()})
-        program = program_path(lang, "/app/tally")
+        program = program_path(lang, f"/app/{tool}")
         runner = "python3" if lang == "python" else "bash"
         spec = (
             "It prints one line `<sku> <net quantity>` for every sku whose quantities (returns "
@@ -1086,12 +1242,12 @@ class BisectRegression(Family):
                 )
             )
         text = (
-            f"`tally` is a small {LANGUAGE_NAMES[lang]} tool of ours; every release we shipped "
-            f"is kept under `/app/releases/<version>/tally{ext}` (versions "
+            f"`{tool}` is a small {LANGUAGE_NAMES[lang]} tool of ours; every release we shipped "
+            f"is kept under `/app/releases/<version>/{tool}{ext}` (versions "
             f"{versions[0]} to {versions[-1]}). It takes an orders CSV (`sku,qty` with a "
-            f"header) as its only argument. {spec} Release {versions[0]} was correct, but "
-            "somewhere along the way it started to give wrong totals on "
-            "`/app/data/orders.csv`. Please work out what happened and give me:\n\n"
+            f"header) as its only argument. {spec} "
+            + ctx.pick(_TALLY_STORIES).format(good=versions[0], data=f"/app/data/{data[0]}")
+            + " Please work out what happened and give me:\n\n"
             + numbered(deliver)
         )
         if ctx.verifier_kind == "adversarial_corpus":
@@ -1104,10 +1260,10 @@ class BisectRegression(Family):
         order = f"$(ls {rel} | sort -t. -k2,2n)"
         lines = [
             f"ls {rel}",
-            f"cat -n {rel}/{versions[0]}/tally{ext}",
+            f"cat -n {rel}/{versions[0]}/{tool}{ext}",
             "mkdir -p /app/out",
-            f"{runner} {rel}/{versions[0]}/tally{ext} /app/data/orders.csv > /tmp/good.txt",
-            f"for v in {order}; do if ! {runner} {rel}/$v/tally{ext} /app/data/orders.csv"
+            f"{runner} {rel}/{versions[0]}/{tool}{ext} /app/data/{data[0]} > /tmp/good.txt",
+            f"for v in {order}; do if ! {runner} {rel}/$v/{tool}{ext} /app/data/{data[0]}"
             ' | cmp -s - /tmp/good.txt; then echo "$v"; break; fi; done > /tmp/first.txt',
             "cat /tmp/first.txt",
         ]
@@ -1117,8 +1273,8 @@ class BisectRegression(Family):
             lines += [
                 "prev=''",
                 f'for v in {order}; do if [ -n "$prev" ]; then diff'
-                f" <(sed 's/^VERSION.*//' {rel}/$prev/tally{ext})"
-                f" <(sed 's/^VERSION.*//' {rel}/$v/tally{ext})"
+                f" <(sed 's/^VERSION.*//' {rel}/$prev/{tool}{ext})"
+                f" <(sed 's/^VERSION.*//' {rel}/$v/{tool}{ext})"
                 " | grep -E '^[0-9]+c[0-9]+$' | sed \"s/^.*c/$v /\" || true; fi; prev=$v;"
                 " done > /tmp/changes.txt",
                 "cat /tmp/changes.txt",
@@ -1137,7 +1293,7 @@ class BisectRegression(Family):
                 )
         if level >= 2:
             lines.append(
-                f"diff {rel}/{versions[0]}/tally{ext} {rel}/{versions[-1]}/tally{ext} || true"
+                f"diff {rel}/{versions[0]}/{tool}{ext} {rel}/{versions[-1]}/{tool}{ext} || true"
             )
         lines += [
             f"cat > {program} <<'FIXED_EOF'",
@@ -1151,7 +1307,7 @@ class BisectRegression(Family):
             lines.append(f"{runner} {program} /app/data/{name} > /app/out/totals_{stem}.txt")
         if level >= 4:
             lines += [
-                "cmp /tmp/good.txt /app/out/totals_orders.txt",
+                f"cmp /tmp/good.txt /app/out/totals_{data[0].rsplit('.', 1)[0]}.txt",
                 f"{runner} {program} /dev/null || true",
                 "head -n 3 /app/out/*.txt",
             ]
@@ -1164,7 +1320,7 @@ class BisectRegression(Family):
             "data": data,
             "cases": 6 * level if ctx.verifier_kind == "adversarial_corpus" else 2 * level,
         }
-        tests = {"test_task.py": _tests(params, _TALLY_TESTS)}
+        tests = {"test_task.py": _task_tests(params, _TALLY_TESTS)}
         tests.update(fixtures)
         return Draft(
             instruction=text,
