@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import ClassVar
 
+from tmax.generate.audit import Rule
 from tmax.generate.families._common import (
     LANGUAGE_NAMES,
     bullets,
@@ -24,12 +27,13 @@ import subprocess
 import tempfile
 import time
 
-PARAMS = json.loads(__PARAMS__)
+CFG_JSON = __CFG__
+CFG = json.loads(CFG_JSON)
 
 
 def run_program(args, stdin=None):
     """Build (for C) and run the agent's program; return the completed process."""
-    lang, src = PARAMS["language"], PARAMS["program"]
+    lang, src = CFG["language"], CFG["program"]
     assert os.path.exists(src), f"program {src} is missing"
     if lang == "c":
         binary = "/tmp/agent_prog_bin"
@@ -93,7 +97,7 @@ def http_get(port, path):
 
 
 def _tests(params: dict, body: str, service: bool = False) -> str:
-    head = _TEST_HEAD.replace("__PARAMS__", repr(json.dumps(params, sort_keys=True)))
+    head = _TEST_HEAD.replace("__CFG__", repr(json.dumps(params, sort_keys=True)))
     return head + (_SERVICE_TEST if service else "") + body
 
 
@@ -316,17 +320,17 @@ _SHOP_TESTS = """
 
 def test_outputs_match_database():
     data = json.loads(read(os.path.join(os.path.dirname(__file__), "shop.json")))
-    check_dir("/app/out", oracle(data, PARAMS["level"], PARAMS["min_orders"]))
+    check_dir("/app/out", oracle(data, CFG["level"], CFG["min_orders"]))
 
 
 def test_program_on_fresh_databases():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     import sqlite3
 
     for seed in (11, 29):
         rng = random.Random(seed)
-        data = make_shop(rng, 30, 10, 160, PARAMS["regions"], PARAMS["categories"],
+        data = make_shop(rng, 30, 10, 160, CFG["regions"], CFG["categories"],
                          ["Ann", "Ben", "Cal"], ["Roe", "Poe"])
         work = tempfile.mkdtemp()
         db = os.path.join(work, "fresh.db")
@@ -337,7 +341,7 @@ def test_program_on_fresh_databases():
         out = os.path.join(work, "report")
         done = run_program([db, out])
         assert done.returncode == 0, f"program failed: {done.stderr[-2000:]}"
-        check_dir(out, oracle(data, PARAMS["level"], PARAMS["min_orders"]))
+        check_dir(out, oracle(data, CFG["level"], CFG["min_orders"]))
 """
 
 
@@ -459,6 +463,39 @@ class SalesReport(Family):
     verifier_kinds = frozenset({"exact_text"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("region_revenue",
+             (r"`/app/out/region_revenue\.csv` with header `region,revenue_cents`",),
+             (r'files\["region_revenue\.csv"\] = ', r"def test_outputs_match_database\(")),
+        Rule("completed_only", (r"Only orders with status `completed` count as revenue",),
+             (r'o\[3\] == "completed"',)),
+        Rule("csv_format", (r"CSV files use commas, LF line endings, a header row and no quoting",),
+             (r'assert got == want, f"\Wpath\W differs',)),
+        Rule("top_customers", (r"`/app/out/top_customers\.csv` with header",),
+             (r'files\["top_customers\.csv"\] = ',), levels=frozenset({2, 3, 4})),
+        Rule("min_orders_having", (r"customers with at least (?P<n>\d+) completed orders",),
+             (r"if count\[c\] >= min_orders", r'"min_orders": {n}\b'),
+             levels=frozenset({2, 3, 4})),
+        Rule("monthly_pivot", (r"`/app/out/monthly_by_category\.csv`: a wide table",),
+             (r'files\["monthly_by_category\.csv"\] = ',), levels=frozenset({3, 4})),
+        Rule("test_accounts", (r"Customers with `is_test = 1` are internal test accounts",),
+             (r"live = lambda cid: level < 3 or customers\[cid\]\[3\] == 0",),
+             levels=frozenset({3, 4})),
+        Rule("region_leaders", (r"`/app/out/region_leaders\.csv` with header",),
+             (r'files\["region_leaders\.csv"\] = ',), levels=frozenset({4})),
+        Rule("summary_json", (r"`/app/out/summary\.json`: an object with integer keys",),
+             (r'files\["summary\.json"\] = ',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/report",),
+             (r"def test_program_on_fresh_databases\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "write sqlite joins across orders and customers tables": "region_revenue",
+        "build grouped aggregate queries with HAVING filters": "min_orders_having",
+        "pivot long query output into a wide table": "monthly_pivot",
+        "rank rows within partitions using window functions": "region_leaders",
+        "format aggregated results as a JSON report": "summary_json",
+        "export query results to CSV with header rows": "csv_format",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -991,18 +1028,18 @@ def modes(level, adj, rng):
 def test_report_files():
     adj = load(read(os.path.join(HERE, "edges.csv")))
     files = {"degrees.csv": ("degrees", ())}
-    if PARAMS["level"] >= 2:
+    if CFG["level"] >= 2:
         files["components.txt"] = ("components", ())
-    if PARAMS["level"] >= 3:
-        files["distances.csv"] = ("dist", (PARAMS["source"],))
-    if PARAMS["level"] >= 4:
-        files["path.txt"] = ("path", (PARAMS["source"], PARAMS["target"]))
+    if CFG["level"] >= 3:
+        files["distances.csv"] = ("dist", (CFG["source"],))
+    if CFG["level"] >= 4:
+        files["path.txt"] = ("path", (CFG["source"], CFG["target"]))
     for name, (mode, args) in files.items():
         want, got = expect(adj, mode, args), read("/app/out/" + name)
         assert got == want, f"/app/out/{name} differs.\\nexpected:\\n{want}\\ngot:\\n{got}"
-    if PARAMS["level"] >= 4:
+    if CFG["level"] >= 4:
         comps = expect(adj, "components").splitlines()
-        dist = bfs(adj, PARAMS["source"])
+        dist = bfs(adj, CFG["source"])
         want = {
             "nodes": len(adj),
             "edges": sum(len(v) for v in adj.values()) // 2,
@@ -1015,11 +1052,11 @@ def test_report_files():
 
 
 def test_program_equivalence():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     rng = random.Random(4242)
     work = tempfile.mkdtemp()
-    for case in range(PARAMS["cases"]):
+    for case in range(CFG["cases"]):
         count = rng.randint(3, 40)
         names = rng.sample([f"{p}{i}" for p in "abq" for i in range(60)], count)
         lines = ["src,dst"]
@@ -1030,7 +1067,7 @@ def test_program_equivalence():
         with open(path, "w") as handle:
             handle.write(text)
         adj = load(text)
-        for mode, args in modes(PARAMS["level"], adj, rng):
+        for mode, args in modes(CFG["level"], adj, rng):
             done = run_program([path, mode, *args])
             want = expect(adj, mode, args)
             assert done.returncode == 0, f"case {case} {mode}: exit {done.returncode}"
@@ -1052,6 +1089,29 @@ class GraphQueries(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("repeats_and_self_loops", (r"repeats count once and a self-loop adds no neighbour",),
+             (r"if a != b:\n\s+adj\[a\]\.add\(b\)",)),
+        Rule("degrees", (r"`/app/out/degrees\.csv`: header `node,degree`",),
+             (r"def test_report_files\(", r'files = \{{"degrees\.csv": \("degrees", \(\)\)\}}')),
+        Rule("components", (r"`/app/out/components\.txt`: one connected component per line",),
+             (r'files\["components\.txt"\] = \("components"',), levels=frozenset({2, 3, 4})),
+        Rule("distances", (r"`/app/out/distances\.csv`: header `node,hops`",),
+             (r'files\["distances\.csv"\] = \("dist"',), levels=frozenset({3, 4})),
+        Rule("shortest_path", (r"`/app/out/path\.txt`: one line with a shortest path",),
+             (r'files\["path\.txt"\] = \("path"',), levels=frozenset({4})),
+        Rule("summary_json", (r"`/app/out/summary\.json`: integer keys `nodes`",),
+             (r'read\("/app/out/summary\.json"\)',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/graphq",),
+             (r"def test_program_equivalence\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "count node degrees from relationship records": "degrees",
+        "extract connected components from a friendship edge CSV": "components",
+        "find shortest paths in an edge list table": "shortest_path",
+        "format aggregated results as a JSON report": "summary_json",
+        "export query results to CSV with header rows": "degrees",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1203,7 +1263,8 @@ def make_stock(rng, level, n_skus, warehouses):
     rows.append(rows[rng.randrange(len(rows))][:2] + (rng.randint(1, 9),))
     files["stock.csv"] = "sku,warehouse,qty\\n" + "".join("%s,%s,%d\\n" % r for r in rows)
     if level >= 2:
-        priced = [s for s in skus if rng.random() < 0.9]
+        unpriced = rng.choice(sorted({s for s, _, q in rows if q > 0} or skus))
+        priced = [s for s in skus if s != unpriced and rng.random() < 0.9]
         files["prices.csv"] = "sku,price_cents\\n" + "".join(
             "%s,%d\\n" % (s, rng.randint(1, 400) * 5) for s in priced)
     if level >= 3:
@@ -1222,6 +1283,12 @@ def make_stock(rng, level, n_skus, warehouses):
             queries.append("LOW %d" % rng.randint(5, 80))
         else:
             queries.append(kind + " " + (rng.choice(whs) if rng.random() < 0.85 else "xyz"))
+    # every query file asks for an unknown sku and a malformed query, and from level 2
+    # for an unknown warehouse and the value of a warehouse holding the unpriced sku
+    queries += ["STOCK Q999", rng.choice(["PRICE ", "COUNT ", "FIND "]) + rng.choice(skus)]
+    if level >= 2:
+        queries += ["VALUE xyz"] + ["VALUE " + w for s, w, q in rows if s == unpriced and q > 0][:1]
+    rng.shuffle(queries)
     return files, queries
 
 
@@ -1389,22 +1456,22 @@ def hidden_queries(rng, files):
     skus = sorted({line.split(",")[0] for line in files["stock.csv"].splitlines()[1:]})
     whs = sorted({line.split(",")[1] for line in files["stock.csv"].splitlines()[1:]})
     out = ["STOCK " + s for s in rng.sample(skus, 3)] + ["STOCK NOPE1", "FROB x"]
-    if PARAMS["level"] >= 2:
+    if CFG["level"] >= 2:
         out += ["VALUE " + w for w in whs] + ["VALUE nowhere"]
-    if PARAMS["level"] >= 3:
+    if CFG["level"] >= 3:
         out += ["WAREHOUSE " + w for w in whs]
-    if PARAMS["level"] >= 4:
+    if CFG["level"] >= 4:
         out += ["LOW %d" % rng.randint(1, 90) for _ in range(3)] + ["LOW 0"]
     rng.shuffle(out)
     return out
 
 
 def test_program_on_fresh_data():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
     for seed in (3, 17):
         rng = random.Random(seed)
-        files, _ = make_stock(rng, PARAMS["level"], 25, ["osl", "rix", "vno", "tll", "hel"])
+        files, _ = make_stock(rng, CFG["level"], 25, ["osl", "rix", "vno", "tll", "hel"])
         folder = tempfile.mkdtemp()
         for name, text in files.items():
             with open(os.path.join(folder, name), "w") as handle:
@@ -1418,19 +1485,19 @@ def test_program_on_fresh_data():
 
 
 def test_service():
-    if not PARAMS["service"]:
+    if not CFG["service"]:
         return
     files = pristine()
     queries = hidden_queries(random.Random(99), files)
     want = answer_all(files, queries)
-    got = line_queries(PARAMS["line_port"], queries)
+    got = line_queries(CFG["line_port"], queries)
     assert got == want, f"line protocol: queries {queries}: expected {want}, got {got}"
-    if PARAMS["http_port"]:
+    if CFG["http_port"]:
         for query, answer in zip(queries, want):
             cmd, arg = query.split()
             if cmd not in ("STOCK", "VALUE", "WAREHOUSE", "LOW"):
                 continue
-            status, body = http_get(PARAMS["http_port"], f"/{cmd.lower()}/{arg}")
+            status, body = http_get(CFG["http_port"], f"/{cmd.lower()}/{arg}")
             assert " 200" in status, f"GET /{cmd.lower()}/{arg}: {status}"
             got = json.loads(body)
             assert got == {"query": query, "answer": answer}, f"GET /{cmd.lower()}/{arg}: {got}"
@@ -1449,6 +1516,42 @@ class StockLookup(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     services = True
+    rules = (
+        Rule("answers_file", (r"Answer every query in `/app/queries\.txt` and write one answer per "
+                              r"line, in order, to `/app/answers\.txt`",),
+             (r"def test_answers_file\(",)),
+        Rule("quantities_add",
+             (r"a sku/warehouse pair may appear more than once, quantities add up",),
+             (r"rows\.append\(rows\[rng\.randrange\(len\(rows\)\)\]\[:2\]",
+              r"stock\[\(sku, wh\)\] = stock\.get\(\(sku, wh\), 0\) \+ int\(qty\)")),
+        Rule("stock_query", (r"`STOCK <sku>`: total quantity of the sku over all warehouses",),
+             (r'if cmd == "STOCK":',)),
+        Rule("unknown_or_error", (r"An unknown sku or warehouse is answered `UNKNOWN`, any other "
+                                  r"malformed query `ERROR`",),
+             (r'queries \+= \["STOCK Q999", rng\.choice\(\["PRICE ', r'out\.append\("ERROR"\)')),
+        Rule("value_query", (r"`VALUE <warehouse>`: sum of quantity × price_cents",),
+             (r'elif cmd == "VALUE":',), levels=frozenset({2, 3, 4})),
+        Rule("unpriced_zero", (r"a sku without a price counts as 0",),
+             (r"priced = \[s for s in skus if s != unpriced", r"price\.get\(s, 0\)"),
+             levels=frozenset({2, 3, 4})),
+        Rule("moves_applied", (r"`/app/data/moves\.csv` \(`sku,warehouse,delta`: stock movements",),
+             (r'files\["moves\.csv"\] = ', r'rows\("stock\.csv"\) \+ rows\("moves\.csv"\)'),
+             levels=frozenset({3, 4})),
+        Rule("warehouse_query", (r"`WAREHOUSE <warehouse>`: `<n> <units>`",),
+             (r'elif cmd == "WAREHOUSE":',), levels=frozenset({3, 4})),
+        Rule("low_query", (r"`LOW <n>`: the skus whose total quantity is below n",),
+             (r'elif cmd == "LOW":',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/lookup",),
+             (r"def test_program_on_fresh_data\(",), when={"code": True}),
+        Rule("line_service", (r"leave a query service running in the background: on TCP port "
+                              r"(?P<port>\d+)",),
+             (r"def test_service\(", r'"line_port": {port}\b'), when={"service": True}),
+        Rule("http_service", (r"must also speak HTTP on port (?P<port>\d+)",),
+             (r'if CFG\["http_port"\]:', r'"http_port": {port}\b'), when={"http": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "build grouped aggregate queries with HAVING filters": "low_query",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
@@ -1513,7 +1616,7 @@ class StockLookup(Family):
                     '"answer": "..."}` where answer is exactly the line the TCP port gives.'
                 )
             if code:
-                text += f" The service must get its answers from `{program}`."
+                text += f" The service can get its answers from `{program}`."
             text += " It must read the data from `/app/data` and keep running after you finish."
         # --- solution
         lang = ctx.language if code else ("python" if service else "bash")
@@ -1556,6 +1659,7 @@ class StockLookup(Family):
             "level": level,
             "code": code,
             "service": service,
+            "http": http,
             "language": ctx.language,
             "program": program,
             "line_port": line_port,
@@ -1804,22 +1908,22 @@ def pristine():
 
 def test_report_files():
     files = pristine()
-    for report in PARAMS["reports"]:
+    for report in CFG["reports"]:
         want, got = report_text(files, report), read(f"/app/out/{report}.csv")
         assert got == want, f"/app/out/{report}.csv:\\nexpected:\\n{want}\\ngot:\\n{got}"
 
 
 def test_program_on_fresh_logs():
-    if not PARAMS["code"]:
+    if not CFG["code"]:
         return
-    for seed in range(PARAMS["cases"]):
+    for seed in range(CFG["cases"]):
         rng = random.Random(1000 + seed)
-        files = make_events(rng, PARAMS["level"], rng.randint(3, 30), rng.randint(5, 160))
+        files = make_events(rng, CFG["level"], rng.randint(3, 30), rng.randint(5, 160))
         folder = tempfile.mkdtemp()
         for name, text in files.items():
             with open(os.path.join(folder, name), "w") as handle:
                 handle.write(text)
-        for report in PARAMS["reports"]:
+        for report in CFG["reports"]:
             done = run_program([folder, report])
             assert done.returncode == 0, f"{report}: exit {done.returncode} {done.stderr[-800:]}"
             want = report_text(files, report)
@@ -1839,6 +1943,28 @@ class EventFunnel(Family):
     verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
+    rules = (
+        Rule("counts", (r"`/app/out/counts\.csv`: header `event,count`",),
+             (r'"reports": \["counts"', r'if report == "counts":', r"def test_report_files\(")),
+        Rule("top_buyers", (r"`/app/out/top_buyers\.csv`: header `user,orders,revenue_cents`",),
+             (r'"reports": \[[^\]]*"top_buyers"', r'if report == "top_buyers":'),
+             levels=frozenset({2, 3, 4})),
+        Rule("funnel", (r"`/app/out/funnel\.csv`: header `step,users`",),
+             (r'"reports": \[[^\]]*"funnel"', r'if report == "funnel":'),
+             levels=frozenset({3, 4})),
+        Rule("dedupe_event_ids", (r"Count every event id once",),
+             (r"lines\.append\(lines\[-1\]\)", r'if event\["id"\] not in seen:'),
+             levels=frozenset({3, 4})),
+        Rule("by_country", (r"`/app/out/by_country\.csv`: header",),
+             (r'"reports": \[[^\]]*"by_country"', r'if report == "by_country":'),
+             levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/events",),
+             (r"def test_program_on_fresh_logs\(",), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "export query results to CSV with header rows": "counts",
+        "find duplicate keys that break expected uniqueness": "dedupe_event_ids",
+    }
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
