@@ -105,10 +105,16 @@ def test_drawn_rules_apply_when_stated() -> None:
     assert audit_task("Write `abc`.", "EXPECTED = ['abd']", drawn, 1) == ["word: not tested"]
 
 
-def test_families_without_declarations_are_not_audited() -> None:
+def test_families_without_declarations_are_not_audited(monkeypatch: pytest.MonkeyPatch) -> None:
     assert audit_rendered("no.such_family", "text", "", 1) is None
-    undeclared = next(f for fs in FAMILIES.values() for f in fs if not f.rules)
-    assert audit_rendered(undeclared.name, "text", "", 1) is None
+    family = FAMILIES["data_processing"][0]
+    assert audit_rendered(family.name, "text", "", 1) is not None
+    monkeypatch.setattr(type(family), "rules", ())
+    assert audit_rendered(family.name, "text", "", 1) is None
+
+
+def test_every_family_is_audited() -> None:
+    assert [f.name for fs in FAMILIES.values() for f in fs if not f.rules] == []
 
 
 def easy_specs(n: int) -> tuple[list[TaskSpec], int]:

@@ -43,7 +43,10 @@ class Rule:
     ``stated`` and ``tested`` are regular expressions. Each match of the first
     ``stated`` pattern is one statement of the rule; its named groups fill ``{name}``
     placeholders in the ``tested`` patterns (escaped), so a test marker can name the
-    path or word the sentence asked for.
+    path or word the sentence asked for (``tested`` goes through ``str.format``: a
+    literal brace is ``{{`` or ``}}``). The audit reads level gates written as
+    ``if CFG["level"] >= N:`` blocks and switches as ``if not CFG[key]: return``; a
+    test skipped any other way (``pytest.mark.skipif``) still counts as a check.
     """
 
     id: str
