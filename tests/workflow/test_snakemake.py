@@ -304,8 +304,12 @@ def test_run_ends_with_the_tables_figures_and_provenance(workflow: Path) -> None
 
 
 def test_a_harness_task_cap_reruns_only_that_harness(workflow: Path) -> None:
-    """evaluation.harness_max_tasks reaches only the named harness's jobs (planned: the
-    rerun itself is evaluate_run's, tested in tests/evaluate/test_stage.py)."""
+    """evaluation.harness_max_tasks reaches only the named harness's jobs; the capped
+    jobs run for real (server and sandboxes) on the stable subset, reading back the
+    trials they already have, and lifting the cap restores every task."""
+    from tmax.evaluate.records import read_job
+    from tmax.evaluate.stage import stable_subset
+
     edit_config(workflow, lambda c: c["evaluation"].update(harness_max_tasks={"terminus-2": 1}))
     assert planned_jobs(workflow) == {}  # terminus-2 is not evaluated here
     edit_config(workflow, lambda c: c["evaluation"].update(harness_max_tasks={"tmax": 1}))
@@ -313,6 +317,19 @@ def test_a_harness_task_cap_reruns_only_that_harness(workflow: Path) -> None:
         "evaluate": 2, "eval_metrics": 2, "eval_summary": 1, "report_tables": 1,
         "report_provenance": 1, "all": 1,
     }  # fmt: skip
+    manifest = json.loads((workflow / "results/eval/benchmarks/heldout.json").read_text())
+    [kept] = stable_subset(manifest["tasks"], 1, name=lambda t: t["name"])
+    run_file = workflow / "results/eval/tiny-qwen3-tmax/heldout/tmax/run0.json"
+    try:
+        snakemake(workflow)
+        run = json.loads(run_file.read_text())
+        assert [t["task"] for t in run["trials"]] == [kept["name"]], run
+        # the trial was read back, not played again: the job folder holds one per task
+        assert len(read_job(workflow / run["trials_dir"])) == len(manifest["tasks"])
+    finally:
+        edit_config(workflow, lambda c: c["evaluation"].update(harness_max_tasks={}))
+    snakemake(workflow)
+    assert json.loads(run_file.read_text())["n_trials"] == 2
 
 
 def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
