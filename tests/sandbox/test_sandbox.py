@@ -207,7 +207,10 @@ def test_fork_bomb_is_contained(backend: str) -> None:
     assert subprocess.run(["true"]).returncode == 0  # the host can still fork
 
 
-def test_memory_bomb_ends_the_episode_with_reward_zero(backend: str) -> None:
+def test_memory_bomb_ends_the_episode_with_reward_zero(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # podman's conmon marks an OOM kill in its working directory
     with small_box(backend, memory_mb=128) as box:
         episode = run_episode(
             box,
@@ -217,6 +220,7 @@ def test_memory_bomb_ends_the_episode_with_reward_zero(backend: str) -> None:
     assert episode.reward == 0.0
     assert episode.reason is not None and "out of memory" in episode.reason
     assert len(episode.steps) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written into the caller's folder
 
 
 def test_a_disk_bomb_fills_only_the_sandbox_and_is_the_agents_doing(backend: str) -> None:

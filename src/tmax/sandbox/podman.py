@@ -42,10 +42,21 @@ from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, stora
 log = logging.getLogger("tmax.sandbox.podman")
 
 
+def _workdir() -> Path:
+    """The working directory podman commands run in: conmon writes an ``oom`` marker
+    into its working directory when a container is OOM-killed, which must not be the
+    caller's (a checkout, a results folder)."""
+    directory = sandbox_root() / "podman"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
 def _podman(
     *args: str, check: bool = True, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        ["podman", *args], capture_output=True, text=True, timeout=timeout, cwd=_workdir()
+    )
     if check and result.returncode != 0:
         raise SandboxError(f"podman {args[0]} failed: {result.stderr.strip()[-2000:]}")
     return result
@@ -156,6 +167,7 @@ class PodmanSandbox(Sandbox):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            cwd=_workdir(),
         )
 
     def _anchor_pid(self) -> int | None:
