@@ -1392,17 +1392,18 @@ def test_derived():
             if c != "UNMATCHED":
                 counts[c] = counts.get(c, 0) + 1
         want = "".join(f"{n} {c}\n" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
-        got = read("/app/out/counts.txt")
+        got = read(CFG["outdir"] + "/counts.txt")
         assert got == want, f"counts.txt (from your matches):\nexpected\n{want}\ngot\n{got}"
         if level >= 4:
             unmatched = sorted(n for n, c in rows if c == "UNMATCHED")
-            got = [l for l in read("/app/out/unmatched.txt").split("\n") if l]
+            got = [l for l in read(CFG["outdir"] + "/unmatched.txt").split("\n") if l]
             assert got == unmatched, f"unmatched.txt should be {unmatched}, got {got}"
-            summary = json.loads(read("/app/out/summary.json"))
+            summary = json.loads(read(CFG["outdir"] + "/summary.json"))
             want = {"names": len(rows), "matched": len(rows) - len(unmatched)}
             assert summary == want, f"summary.json should be {want}, got {summary}"
-            check_manifest("/app/out/checksums.sha256", [out for _, out in CFG["pairs"]]
-                           + ["/app/out/counts.txt", "/app/out/unmatched.txt"])
+            outdir = CFG["outdir"]
+            check_manifest(outdir + "/checksums.sha256", [out for _, out in CFG["pairs"]]
+                           + [outdir + "/counts.txt", outdir + "/unmatched.txt"])
 
 
 def test_program_fresh():
@@ -1452,6 +1453,31 @@ def _mangle(rng, name: str, edits: int) -> str:
     return out
 
 
+_MATCH_OPENERS = (
+    "Accounts payable typed {noun} names by hand. The official list is {ref} (one per line).",
+    "The {noun} names on our invoices were keyed in by hand and are full of typos; the "
+    "official {noun} list is {ref}, one name per line.",
+    "I need each hand-typed {noun} name tied to the right entry of the official list in "
+    "{ref} (one per line).",
+    "Staff entered {noun} names free-hand, so the same {noun} appears under many spellings. "
+    "The names we recognise are in {ref}, one per line.",
+)
+"""Opening sentences of the name-matching task (filled with the noun and the list's path)."""
+
+_MATCH_REF_DIRS = ("/app/ref", "/app/master", "/app/reference", "/app/registry")
+_MATCH_REF_FILES = {
+    "vendor": ("vendors.txt", "vendor_master.txt", "approved_vendors.txt"),
+    "supplier": ("suppliers.txt", "supplier_register.txt", "approved_suppliers.txt"),
+}
+_MATCH_IN_DIRS = ("/app/incoming", "/app/typed", "/app/inbox", "/app/entries")
+_MATCH_IN_STEMS = ("invoices", "payables", "bills", "invoice_log")
+_MATCH_OUT_DIRS = ("/app/out", "/app/results", "/app/matched")
+_MATCH_OUT_STEMS = ("matches", "mapped", "resolved")
+_MATCH_PROGRAMS = ("/app/match", "/app/match_names", "/app/resolve", "/app/name_match")
+_MATCH_BARS = {1: (0.7, 0.75), 2: (0.8, 0.85), 3: (0.85, 0.9), 4: (0.9, 0.95)}
+"""Accuracy bars (metric mode) a level may draw; the exact rule reaches all of them."""
+
+
 @register
 class NameMatching(Family):
     """Match messy vendor names to a canonical list by edit distance after normalisation
@@ -1463,8 +1489,9 @@ class NameMatching(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     rules = (
-        Rule("matches_files", (r"the matching `/app/out/matches_qN\.tsv`: one line per non-empty",),
-             (r"def test_matches\(",)),
+        Rule("matches_files",
+             (r"the matching `(?P<out>/app/\w+)/(?P<stem>\w+)_qN\.tsv`: one line per non-empty",),
+             (r"def test_matches\(", r'"outdir": "{out}"', r'"{out}/{stem}_q1\.tsv"')),
         Rule("normalise", (r"compare names after normalising both sides \(lowercase, drop every",),
              (r'" "\.join\(re\.sub\(r"\[\^a-z0-9 \]", "", name\.lower\(\)\)\.split\(\)\)',
               r'want = match_lines\(read\(CFG\["canon"\]\)'), when={"mode": "exact"}),
@@ -1476,20 +1503,26 @@ class NameMatching(Family):
              (r"when the best distance is above (?P<limit>\d+), write `UNMATCHED`",),
              (r'"limit": {limit},', r"scored\[0\]\[0\] > limit", r'"truth": \{{[^\n]*"UNMATCHED"'),
              levels=frozenset({2, 3, 4}), when={"mode": "exact"}),
-        Rule("accuracy_bar", (r"at least \d+% of the lines must be right",),
-             (r'assert acc >= CFG\["threshold"\]',), when={"mode": "metric"}),
-        Rule("junk_unmatched", (r"some lines are junk that matches no vendor, write `UNMATCHED`",),
+        Rule("accuracy_bar", (r"at least (?P<pct>\d+?)0?% of the lines must be right",),
+             (r'assert acc >= CFG\["threshold"\]', r'"threshold": 0\.{pct},'),
+             when={"mode": "metric"}),
+        Rule("junk_unmatched",
+             (r"some lines are junk that matches no (?:vendor|supplier), write `UNMATCHED`",),
              (r'"truth": \{{[^\n]*"UNMATCHED"',), levels=frozenset({2, 3, 4}),
              when={"mode": "metric"}),
-        Rule("counts_file", (r"`/app/out/counts\.txt`: `COUNT VENDOR`",),
-             (r'read\("/app/out/counts\.txt"\)',), levels=frozenset({3, 4})),
-        Rule("unmatched_file", (r"`/app/out/unmatched\.txt`: the original names",),
-             (r'read\("/app/out/unmatched\.txt"\)',), levels=frozenset({4})),
-        Rule("summary_and_checksums", (r"`/app/out/summary\.json`", r"checksums\.sha256"),
-             (r'read\("/app/out/summary\.json"\)', r"check_manifest\("),
+        Rule("counts_file", (r"`(?P<out>/app/\w+)/counts\.txt`: `COUNT (?:VENDOR|SUPPLIER)`",),
+             (r'read\(CFG\["outdir"\] \+ "/counts\.txt"\)', r'"outdir": "{out}"'),
+             levels=frozenset({3, 4})),
+        Rule("unmatched_file", (r"`(?P<out>/app/\w+)/unmatched\.txt`: the original names",),
+             (r'read\(CFG\["outdir"\] \+ "/unmatched\.txt"\)', r'"outdir": "{out}"'),
              levels=frozenset({4})),
-        Rule("program", (r"reusable .+? program at `/app/match",), (r"def test_program_fresh\(",),
-             when={"code": True}),
+        Rule("summary_and_checksums",
+             (r"`(?P<out>/app/\w+)/summary\.json`", r"`/app/\w+/checksums\.sha256`"),
+             (r'read\(CFG\["outdir"\] \+ "/summary\.json"\)', r"check_manifest\(",
+              r'"outdir": "{out}"'),
+             levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `(?P<program>/app/\w+\.\w+)`",),
+             (r"def test_program_fresh\(", r'"program": "{program}"'), when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
         "fuzzy match names using edit distance thresholds": "unmatched_limit",
@@ -1498,9 +1531,14 @@ class NameMatching(Family):
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         mode = "metric" if ctx.verifier_kind == "metric_threshold" else "exact"
-        limit = 3 if level >= 2 else None
+        # the limit only shows (as a number) in exact mode; the metric bar assumes 3
+        limit = (ctx.pick((2, 3, 4)) if mode == "exact" else 3) if level >= 2 else None
+        noun = ctx.pick(("vendor", "supplier"))
+        ref = f"{ctx.pick(_MATCH_REF_DIRS)}/{ctx.pick(_MATCH_REF_FILES[noun])}"
+        indir, stem = ctx.pick(_MATCH_IN_DIRS), ctx.pick(_MATCH_IN_STEMS)
+        outdir, out_stem = ctx.pick(_MATCH_OUT_DIRS), ctx.pick(_MATCH_OUT_STEMS)
         canon = sorted(rng.sample(_COMPANIES, 6 + 3 * level))
-        files: dict[str, str | bytes] = {"ref/vendors.txt": "\n".join(canon) + "\n"}
+        files: dict[str, str | bytes] = {ref[len("/app/") :]: "\n".join(canon) + "\n"}
         pairs, truth = [], {}
         for f in range(1 if level < 4 else 2):
             names, want = [], []
@@ -1519,19 +1557,20 @@ class NameMatching(Family):
                 at = rng.randrange(len(names))
                 names[at] = "".join(rng.choice("qwxzjkvbp") for _ in range(rng.randint(10, 15)))
                 want[at] = "UNMATCHED"
-            src = f"/app/incoming/invoices_q{f + 1}.txt"
-            files[src[5:]] = "\n".join(names) + "\n"
-            pairs.append([src, f"/app/out/matches_q{f + 1}.tsv"])
+            src = f"{indir}/{stem}_q{f + 1}.txt"
+            files[src[len("/app/") :]] = "\n".join(names) + "\n"
+            pairs.append([src, f"{outdir}/{out_stem}_q{f + 1}.tsv"])
             truth[src] = want
         lang = code_language(ctx)
-        prog = program_path(lang, "/app/match")
+        prog = program_path(lang, ctx.pick(_MATCH_PROGRAMS))
         code = ctx.needs_code
-        threshold = {1: 0.7, 2: 0.8, 3: 0.9, 4: 0.95}[level]
+        threshold = ctx.pick(_MATCH_BARS[level])
         cfg = {
             "level": level,
             "mode": mode,
             "limit": limit,
-            "canon": "/app/ref/vendors.txt",
+            "canon": ref,
+            "outdir": outdir,
             "pairs": pairs,
             "truth": truth,
             "threshold": threshold,
@@ -1541,83 +1580,86 @@ class NameMatching(Family):
             "pool": list(_COMPANIES),
             "fresh": {1: 4, 2: 6, 3: 8, 4: 10}[level],
         }
+        ref_name = ref.rsplit("/", 1)[1]
         if mode == "exact":
             rule = (
                 "compare names after normalising both sides (lowercase, drop every "
                 "character other than a-z, 0-9 and space, collapse runs of spaces, trim) "
-                "and pick the vendor at the smallest Levenshtein distance (ties: the "
-                "alphabetically first vendor as written in vendors.txt)"
-            )
+                "and pick the {noun} at the smallest Levenshtein distance (ties: the "
+                f"alphabetically first {noun} as written in {ref_name})"
+            ).replace("{noun}", noun)
             if limit is not None:
                 rule += f"; when the best distance is above {limit}, write `UNMATCHED`"
         else:
             rule = (
-                "pick the vendor each messy name refers to (names carry typos, case and "
+                f"pick the {noun} each messy name refers to (names carry typos, case and "
                 f"spacing noise); at least {threshold:.0%} of the lines must be right"
             )
             if limit is not None:
-                rule += "; some lines are junk that matches no vendor, write `UNMATCHED` for those"
+                rule += f"; some lines are junk that matches no {noun}, write `UNMATCHED` for those"
         srcs = ", ".join(f"`{s}`" for s, _ in pairs)
+        column = noun.upper()
         asks = [
-            f"for each input file ({srcs}) the matching `/app/out/matches_qN.tsv`: one line "
-            "per non-empty input line, in order, `ORIGINAL<TAB>VENDOR` where ORIGINAL is "
+            f"for each input file ({srcs}) the matching `{outdir}/{out_stem}_qN.tsv`: one line "
+            f"per non-empty input line, in order, `ORIGINAL<TAB>{column}` where ORIGINAL is "
             f"the input line as is; {rule}"
         ]
         if level >= 3:
             asks.append(
-                "`/app/out/counts.txt`: `COUNT VENDOR` lines over all your matches "
-                "(UNMATCHED excluded), most first, ties by vendor name"
+                f"`{outdir}/counts.txt`: `COUNT {column}` lines over all your matches "
+                f"(UNMATCHED excluded), most first, ties by {noun} name"
             )
         if level >= 4:
             asks.append(
-                "`/app/out/unmatched.txt`: the original names you marked UNMATCHED, "
+                f"`{outdir}/unmatched.txt`: the original names you marked UNMATCHED, "
                 "sorted (byte order), one per line"
             )
-            asks.append('`/app/out/summary.json`: `{"names": N, "matched": M}`')
+            asks.append(f'`{outdir}/summary.json`: `{{"names": N, "matched": M}}`')
             asks.append(
-                "`/app/out/checksums.sha256`: sha256sum lines for the .tsv files, "
+                f"`{outdir}/checksums.sha256`: sha256sum lines for the .tsv files, "
                 "counts.txt and unmatched.txt"
             )
         body = (
-            "Accounts payable typed vendor names by hand. The official list is "
-            "/app/ref/vendors.txt (one per line). Please produce:\n\n" + bullets(asks)
+            rng.choice(_MATCH_OPENERS).format(noun=noun, ref=ref)
+            + " Please produce:\n\n"
+            + bullets(asks)
         )
         if code:
             body += (
                 f"\n\nI want the matcher as a reusable {LANGUAGE_NAMES[lang]} program at "
-                f"`{prog}`, run as `{prog} VENDORS_FILE NAMES_FILE`, printing the "
-                "`ORIGINAL<TAB>VENDOR` lines to stdout. I will try it on other lists."
+                f"`{prog}`, run as `{prog} {column}S_FILE NAMES_FILE`, printing the "
+                f"`ORIGINAL<TAB>{column}` lines to stdout. I will try it on other lists."
             )
         source = {"python": _MATCH_ORACLE + _MATCH_PY, "bash": _MATCH_BASH}[lang]
         source = source.replace("@LIMIT@", str(limit))
         tool = prog if code else "/tmp/match.sh"
         run = f"python3 {tool}" if lang == "python" else f"bash {tool}"
-        lines = ["mkdir -p /app/out", heredoc(tool, source)]
+        lines = [f"mkdir -p {outdir}", heredoc(tool, source)]
         for src, out in pairs:
-            lines.append(f"{run} /app/ref/vendors.txt {src} > {out}")
+            lines.append(f"{run} {ref} {src} > {out}")
+        matches = f"{outdir}/{out_stem}_q*.tsv"
         if level >= 3:
             lines.append(
-                "cat /app/out/matches_q*.tsv | cut -f2 | grep -vx UNMATCHED | sort | "
-                "uniq -c | sort -k1,1nr -k2 | sed 's/^ *//' > /app/out/counts.txt"
+                f"cat {matches} | cut -f2 | grep -vx UNMATCHED | sort | "
+                f"uniq -c | sort -k1,1nr -k2 | sed 's/^ *//' > {outdir}/counts.txt"
             )
         if level >= 4:
             lines.append(
-                "cat /app/out/matches_q*.tsv | awk -F'\\t' '$2 == \"UNMATCHED\" "
-                "{print $1}' | LC_ALL=C sort > /app/out/unmatched.txt"
+                f"cat {matches} | awk -F'\\t' '$2 == \"UNMATCHED\" "
+                f"{{print $1}}' | LC_ALL=C sort > {outdir}/unmatched.txt"
             )
-            lines.append("names=$(cat /app/out/matches_q*.tsv | grep -c .)")
-            lines.append("missing=$(grep -c . /app/out/unmatched.txt || true)")
+            lines.append(f"names=$(cat {matches} | grep -c .)")
+            lines.append(f"missing=$(grep -c . {outdir}/unmatched.txt || true)")
             lines.append(
                 'printf \'{"names": %d, "matched": %d}\\n\' "$names" '
-                '"$((names - missing))" > /app/out/summary.json'
+                f'"$((names - missing))" > {outdir}/summary.json'
             )
+            tsvs = " ".join(o.rsplit("/", 1)[1] for _, o in pairs)
             lines.append(
-                manifest_line(
-                    [o.rsplit("/", 1)[1] for _, o in pairs] + ["counts.txt", "unmatched.txt"]
-                )
+                f"(cd {outdir} && sha256sum {tsvs} counts.txt unmatched.txt > checksums.sha256)"
             )
-            lines.append("head -n 5 /app/out/counts.txt")
-            lines.append("cat /app/out/summary.json")
+            lines.append(f"head -n 5 {outdir}/counts.txt")
+            lines.append(f"cat {outdir}/summary.json")
         return Draft(
             instruction=body,
             solution="\n".join(lines),

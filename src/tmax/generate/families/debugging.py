@@ -354,7 +354,7 @@ import sys
 
 def run(path):
     with open(path, "rb") as handle:
-        done = subprocess.run(["/app/bin/calc"], stdin=handle, capture_output=True)
+        done = subprocess.run(["__BINARY__"], stdin=handle, capture_output=True)
     lines = done.stdout.decode().count("\\n")
     if done.returncode < 0:
         return "signal:" + signal.Signals(-done.returncode).name, lines + 1
@@ -387,7 +387,7 @@ if [ "$mode" = status ]; then echo "file,status"; else echo "file,line"; fi
 for path in "$dir"/*; do
   name=$(basename "$path")
   set +e
-  out=$(/app/bin/calc < "$path" 2>/dev/null)
+  out=$(__BINARY__ < "$path" 2>/dev/null)
   rc=$?
   set -e
   if [ -z "$out" ]; then lines=0; else lines=$(printf '%s\n' "$out" | wc -l); fi
@@ -453,37 +453,38 @@ def check(path, want):
 
 def test_reports():
     files = pristine()
-    check("/app/out/status.csv", expect(files, "status"))
+    check(CFG["out"] + "/status.csv", expect(files, "status"))
     if CFG["level"] >= 3:
-        check("/app/out/first_bad.csv", expect(files, "first"))
+        check(CFG["out"] + "/first_bad.csv", expect(files, "first"))
 
 
 def test_untouched():
     if CFG["level"] >= 2:
         for name, text in pristine().items():
-            assert read(f"/app/inputs/{name}") == text, f"/app/inputs/{name} was modified"
-            done = subprocess.run(["/app/bin/calc"], input=text.encode(), capture_output=True)
+            path = CFG["inputs"] + "/" + name
+            assert read(path) == text, f"{path} was modified"
+            done = subprocess.run([CFG["binary"]], input=text.encode(), capture_output=True)
             code = done.returncode
             status = "ok" if code == 0 else f"exit:{code}" if code > 0 else (
                 "signal:" + signal.Signals(-code).name)
-            assert status == model(text)[0], f"/app/bin/calc was modified ({name}: {status})"
+            assert status == model(text)[0], f"{CFG['binary']} was modified ({name}: {status})"
 
 
 def test_reproducers():
     if CFG["level"] >= 4:
         for sig in ("FPE", "SEGV"):
-            path = f"/app/out/repro_{sig.lower()}.txt"
+            path = CFG["out"] + f"/repro_{sig.lower()}.txt"
             text = read(path)
             assert text.count("\\n") <= 1, f"{path} must be a single line"
             with open(path, "rb") as handle:
-                done = subprocess.run(["/app/bin/calc"], stdin=handle, capture_output=True)
+                done = subprocess.run([CFG["binary"]], stdin=handle, capture_output=True)
             code = done.returncode
             assert code == -getattr(signal, "SIG" + sig), f"{path}: exit {code}"
 
 
 def test_counts():
     if CFG["level"] >= 4:
-        counts = json.loads(read("/app/out/counts.json"))
+        counts = json.loads(read(CFG["out"] + "/counts.json"))
         statuses = [model(t)[0] for t in pristine().values()]
         want = {
             "ok": statuses.count("ok"),
@@ -528,6 +529,26 @@ def test_triage_program():
 '''
 
 
+_TRIAGE_OPENERS = (
+    "`{binary}` is a stripped binary from a vendor (no source, no symbols), and some of "
+    "our job files in `{inputs}/` make it crash or fail.",
+    "The vendor only ships `{binary}` stripped, without source or symbols. A few of the job "
+    "files in `{inputs}/` kill it or make it fail, and I need to know which and how before "
+    "I open a ticket.",
+    "We feed the job files in `{inputs}/` to `{binary}`, a closed, stripped vendor binary "
+    "(no symbols), and some of them make it crash or fail.",
+    "I have to tell the vendor exactly which of the job files in `{inputs}/` break "
+    "`{binary}`; the binary is stripped and we have no source for it.",
+)
+"""Opening sentences of the crash-triage task (filled with the binary and input folder)."""
+
+_TRIAGE_BIN_DIRS = ("/app/bin", "/app/vendor", "/app/tools")
+_TRIAGE_BINARIES = ("calc", "solver", "loadcalc", "beamcalc", "evalcalc")
+_TRIAGE_INPUTS = ("/app/inputs", "/app/jobs", "/app/batch", "/app/cases", "/app/queue")
+_TRIAGE_OUTS = ("/app/out", "/app/report", "/app/findings", "/app/crashes")
+_TRIAGE_PROGRAMS = ("/app/triage", "/app/crash_sort", "/app/probe_jobs", "/app/classify")
+
+
 @register
 class CrashTriage(Family):
     """Probe a stripped calculator binary to classify which input files crash it (signal or
@@ -540,19 +561,23 @@ class CrashTriage(Family):
     fixture_kinds = frozenset({"stripped_binary"})
     languages = frozenset({"python", "bash"})
     rules = (
-        Rule("status_report", (r"`/app/out/status\.csv`: header `file,status`",),
-             (r'check\("/app/out/status\.csv", expect\(files, "status"\)\)',)),
-        Rule("first_bad", (r"`/app/out/first_bad\.csv`: header `file,line`",),
-             (r'check\("/app/out/first_bad\.csv", expect\(files, "first"\)\)',),
+        Rule("status_report", (r"`(?P<out>/app/\w+)/status\.csv`: header `file,status`",),
+             (r'check\(CFG\["out"\] \+ "/status\.csv", expect\(files, "status"\)\)',
+              r'"out": "{out}"')),
+        Rule("first_bad", (r"`(?P<out>/app/\w+)/first_bad\.csv`: header `file,line`",),
+             (r'check\(CFG\["out"\] \+ "/first_bad\.csv", expect\(files, "first"\)\)',
+              r'"out": "{out}"'),
              levels=frozenset({3, 4})),
-        Rule("reproducers", (r"`/app/out/repro_fpe\.txt` and `/app/out/repro_segv\.txt`: single",),
-             (r"def test_reproducers\(",), levels=frozenset({4})),
-        Rule("counts", (r'`/app/out/counts\.json`: `\{"ok": n, "exit": n, "signal": n\}`',),
-             (r"def test_counts\(",), levels=frozenset({4})),
+        Rule("reproducers",
+             (r"`(?P<out>/app/\w+)/repro_fpe\.txt` and `(?P=out)/repro_segv\.txt`: single",),
+             (r"def test_reproducers\(", r'"out": "{out}"'), levels=frozenset({4})),
+        Rule("counts",
+             (r'`(?P<out>/app/\w+)/counts\.json`: `\{"ok": n, "exit": n, "signal": n\}`',),
+             (r"def test_counts\(", r'"out": "{out}"'), levels=frozenset({4})),
         Rule("untouched", (r"Do not modify the binary or the inputs\.",),
              (r"def test_untouched\(",), levels=frozenset({2, 3, 4})),
-        Rule("triage_program", (r"reusable .+? program at `/app/triage",),
-             (r"def test_triage_program\(",), when={"code": True}),
+        Rule("triage_program", (r"reusable .+? program at `(?P<program>/app/\w+\.\w+)`",),
+             (r"def test_triage_program\(", r'"program": "{program}"'), when={"code": True}),
         Rule("first_mode", (r"`<dir> first` prints the first-bad-line table",),
              (r'\["first"\] if CFG\["level"\] >= 3',), levels=frozenset({3, 4}),
              when={"code": True}),
@@ -583,6 +608,7 @@ class CrashTriage(Family):
             .replace("__BADEXIT__", str(badexit))
         )
         files = {}
+        stem = ctx.pick(("job", "run", "case", "batch", "deck"))
         kinds = ["ok", "fpe", "segv", "bad"]
         for i in range(2 + 2 * level):
             kind = kinds[i % 4] if i < 4 else rng.choice(kinds)
@@ -606,71 +632,73 @@ class CrashTriage(Family):
             }[kind]
             if trigger:
                 lines.insert(at, trigger)
-            files[f"job_{i + 1:02d}.txt"] = "\n".join(lines) + "\n"
+            files[f"{stem}_{i + 1:02d}.txt"] = "\n".join(lines) + "\n"
         code = ctx.needs_code
+        binary = f"{ctx.pick(_TRIAGE_BIN_DIRS)}/{ctx.pick(_TRIAGE_BINARIES)}"
+        inputs, out = ctx.pick(_TRIAGE_INPUTS), ctx.pick(_TRIAGE_OUTS)
         deliver = [
-            "`/app/out/status.csv`: header `file,status`, one row per input file (file name "
+            f"`{out}/status.csv`: header `file,status`, one row per input file (file name "
             "only, sorted) where status is `ok` (exit 0), `exit:<code>` for a non-zero exit, "
             "or `signal:<NAME>` (e.g. `signal:SIGABRT`) when a signal killed it"
         ]
         if level >= 3:
             deliver.append(
-                "`/app/out/first_bad.csv`: header `file,line`, for every file that is not `ok` "
+                f"`{out}/first_bad.csv`: header `file,line`, for every file that is not `ok` "
                 "(sorted) the 1-based number of the input line that made it fail"
             )
         if level >= 4:
             deliver += [
-                "`/app/out/repro_fpe.txt` and `/app/out/repro_segv.txt`: single-line inputs "
+                f"`{out}/repro_fpe.txt` and `{out}/repro_segv.txt`: single-line inputs "
                 "that make the binary die of SIGFPE and SIGSEGV respectively",
-                '`/app/out/counts.json`: `{"ok": n, "exit": n, "signal": n}` counted '
+                f'`{out}/counts.json`: `{{"ok": n, "exit": n, "signal": n}}` counted '
                 "over the status report",
             ]
         text = (
-            "`/app/bin/calc` is a stripped binary from a vendor (no source, no symbols). It "
-            "reads a small instruction file on stdin. Some of our job files in `/app/inputs/` "
-            "make it crash or fail. Run each job file through it (stdin) and report:\n\n"
-            + numbered(deliver)
+            rng.choice(_TRIAGE_OPENERS).format(binary=binary, inputs=inputs)
+            + " The binary reads a small instruction file on stdin. Run each job file through it "
+            "(stdin) and report:\n\n" + numbered(deliver)
         )
         if level >= 2:
             text += "\n\nDo not modify the binary or the inputs. Text files end with a newline."
-        program = program_path(ctx.language, "/app/triage")
+        program = program_path(ctx.language, ctx.pick(_TRIAGE_PROGRAMS))
         if code:
             usage = "`<dir>` prints the status table for every file in `<dir>`"
             if level >= 3:
                 usage += "; `<dir> first` prints the first-bad-line table"
             text += (
                 f"\n\nWrite this as a reusable {LANGUAGE_NAMES[ctx.language]} program at "
-                f"`{program}`: {usage}, running `/app/bin/calc` on each file. I will run it on "
+                f"`{program}`: {usage}, running `{binary}` on each file. I will run it on "
                 "other job folders."
             )
         lang = ctx.language if code else "bash"
         src = program if code else "/tmp/triage.sh"
-        body = _TRIAGE_PY if lang == "python" else _TRIAGE_SH
-        lines = ["file /app/bin/calc", "ls /app/inputs", "mkdir -p /app/out"]
+        body = (_TRIAGE_PY if lang == "python" else _TRIAGE_SH).replace("__BINARY__", binary)
+        first = sorted(files)
+        lines = [f"file {binary}", f"ls {inputs}", f"mkdir -p {out}"]
         if level >= 2:
-            lines.append("head -n 3 /app/inputs/job_01.txt")
+            lines.append(f"head -n 3 {inputs}/{first[0]}")
         if level >= 3:
             lines += [
-                '/app/bin/calc < /app/inputs/job_02.txt || echo "rc=$?"',
-                "strings /app/bin/calc | head -n 20 || true",
+                f'{binary} < {inputs}/{first[1]} || echo "rc=$?"',
+                f"strings {binary} | head -n 20 || true",
             ]
         lines += _program_setup(lang, src, body, "")
         run = _invoke(lang, src, "")
-        lines.append(f"{run} /app/inputs > /app/out/status.csv")
+        lines.append(f"{run} {inputs} > {out}/status.csv")
         if level >= 3:
-            lines.append(f"{run} /app/inputs first > /app/out/first_bad.csv")
+            lines.append(f"{run} {inputs} first > {out}/first_bad.csv")
         if level >= 4:
             lines += [
-                f"echo '{ops['div']} 1 0' > /app/out/repro_fpe.txt",
-                f"echo '{ops['get']} 100000' > /app/out/repro_segv.txt",
-                '/app/bin/calc < /app/out/repro_fpe.txt || echo "rc=$?"',
-                '/app/bin/calc < /app/out/repro_segv.txt || echo "rc=$?"',
-                "ok=$(grep -c ',ok$' /app/out/status.csv || true)",
-                "ex=$(grep -c ',exit:' /app/out/status.csv || true)",
-                "sg=$(grep -c ',signal:' /app/out/status.csv || true)",
+                f"echo '{ops['div']} 1 0' > {out}/repro_fpe.txt",
+                f"echo '{ops['get']} 100000' > {out}/repro_segv.txt",
+                f'{binary} < {out}/repro_fpe.txt || echo "rc=$?"',
+                f'{binary} < {out}/repro_segv.txt || echo "rc=$?"',
+                f"ok=$(grep -c ',ok$' {out}/status.csv || true)",
+                f"ex=$(grep -c ',exit:' {out}/status.csv || true)",
+                f"sg=$(grep -c ',signal:' {out}/status.csv || true)",
                 'printf \'{"ok": %d, "exit": %d, "signal": %d}\\n\' "$ok" "$ex" "$sg"'
-                " > /app/out/counts.json",
-                "cat /app/out/status.csv /app/out/counts.json",
+                f" > {out}/counts.json",
+                f"cat {out}/status.csv {out}/counts.json",
             ]
         params = {
             "level": level,
@@ -680,8 +708,11 @@ class CrashTriage(Family):
             "ops": ops,
             "limit": limit,
             "badexit": badexit,
+            "binary": binary,
+            "inputs": inputs,
+            "out": out,
         }
-        app = {f"inputs/{name}": body_ for name, body_ in files.items()}
+        app = {f"{inputs[len('/app/') :]}/{name}": body_ for name, body_ in files.items()}
         app["src/calc.c"] = source
         return Draft(
             instruction=text,
@@ -692,8 +723,8 @@ class CrashTriage(Family):
             },
             files=app,
             dockerfile_steps=(
-                "RUN mkdir -p /app/bin && gcc -O2 -s -o /app/bin/calc /app/src/calc.c"
-                " && rm -rf /app/src",
+                f"RUN mkdir -p {binary.rsplit('/', 1)[0]} && gcc -O2 -s -o {binary}"
+                " /app/src/calc.c && rm -rf /app/src",
             ),
         )
 
