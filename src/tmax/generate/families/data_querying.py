@@ -200,6 +200,23 @@ _LAST = ["Park", "Reyes", "Stone", "Olsen", "Ng", "Fox", "Hale", "Moss", "Kerr",
 _REGIONS = ["north", "south", "east", "west", "central", "coast", "valley"]
 _CATEGORIES = ["books", "garden", "toys", "kitchen", "sports", "audio", "office", "pets"]
 _STATUSES = ["completed", "completed", "completed", "cancelled", "pending"]
+# Drawn per task so that instructions differ in the names a real shop would pick.
+_SHOP_DATABASES = ["shop", "store", "sales", "webshop", "orders"]
+_SHOP_OUT_DIRS = ["out", "reports", "exports", "monthly", "figures"]
+_SHOP_PROGRAMS = ["report", "sales_report", "make_reports", "shop_report"]
+_SHOP_OPENERS = [
+    "Our shop data lives in the sqlite database `{db}` (tables {tables}).",
+    "Everything the online shop sells is recorded in the sqlite file `{db}`, with tables {tables}.",
+    "I have a copy of the shop's sqlite database at `{db}`; it holds the tables {tables}.",
+    "The orders behind our revenue figures sit in `{db}`, a sqlite database with tables {tables}.",
+    "The data to use is the sqlite database `{db}`, which has the tables {tables}.",
+]
+_SHOP_ASKS = [
+    "I need these reports:",
+    "Please produce the following reports:",
+    "These are the reports I am after:",
+    "Write these report files:",
+]
 
 _SHOP_GEN = """
 def make_shop(rng, n_customers, n_products, n_orders, regions, categories, first, last):
@@ -320,7 +337,7 @@ _SHOP_TESTS = """
 
 def test_outputs_match_database():
     data = json.loads(read(os.path.join(os.path.dirname(__file__), "shop.json")))
-    check_dir("/app/out", oracle(data, CFG["level"], CFG["min_orders"]))
+    check_dir(CFG["out_dir"], oracle(data, CFG["level"], CFG["min_orders"]))
 
 
 def test_program_on_fresh_databases():
@@ -465,28 +482,30 @@ class SalesReport(Family):
     languages = frozenset({"python", "bash"})
     rules = (
         Rule("region_revenue",
-             (r"`/app/out/region_revenue\.csv` with header `region,revenue_cents`",),
-             (r'files\["region_revenue\.csv"\] = ', r"def test_outputs_match_database\(")),
+             (r"`/app/(?P<out>\w+)/region_revenue\.csv` with header `region,revenue_cents`",),
+             (r'files\["region_revenue\.csv"\] = ', r"def test_outputs_match_database\(",
+              r'"out_dir": "/app/{out}"', r'check_dir\(CFG\["out_dir"\]')),
         Rule("completed_only", (r"Only orders with status `completed` count as revenue",),
              (r'o\[3\] == "completed"',)),
         Rule("csv_format", (r"CSV files use commas, LF line endings, a header row and no quoting",),
              (r'assert got == want, f"\Wpath\W differs',)),
-        Rule("top_customers", (r"`/app/out/top_customers\.csv` with header",),
+        Rule("top_customers", (r"`/app/\w+/top_customers\.csv` with header",),
              (r'files\["top_customers\.csv"\] = ',), levels=frozenset({2, 3, 4})),
         Rule("min_orders_having", (r"customers with at least (?P<n>\d+) completed orders",),
              (r"if count\[c\] >= min_orders", r'"min_orders": {n}\b'),
              levels=frozenset({2, 3, 4})),
-        Rule("monthly_pivot", (r"`/app/out/monthly_by_category\.csv`: a wide table",),
+        Rule("monthly_pivot", (r"`/app/\w+/monthly_by_category\.csv`: a wide table",),
              (r'files\["monthly_by_category\.csv"\] = ',), levels=frozenset({3, 4})),
         Rule("test_accounts", (r"Customers with `is_test = 1` are internal test accounts",),
              (r"live = lambda cid: level < 3 or customers\[cid\]\[3\] == 0",),
              levels=frozenset({3, 4})),
-        Rule("region_leaders", (r"`/app/out/region_leaders\.csv` with header",),
+        Rule("region_leaders", (r"`/app/\w+/region_leaders\.csv` with header",),
              (r'files\["region_leaders\.csv"\] = ',), levels=frozenset({4})),
-        Rule("summary_json", (r"`/app/out/summary\.json`: an object with integer keys",),
+        Rule("summary_json", (r"`/app/\w+/summary\.json`: an object with integer keys",),
              (r'files\["summary\.json"\] = ',), levels=frozenset({4})),
-        Rule("program", (r"reusable .+? program at `/app/report",),
-             (r"def test_program_on_fresh_databases\(",), when={"code": True}),
+        Rule("program", (r"reusable .+? program at `(?P<program>/app/\w+\.\w+)`",),
+             (r"def test_program_on_fresh_databases\(", r'"program": "{program}"'),
+             when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
         "write sqlite joins across orders and customers tables": "region_revenue",
@@ -503,35 +522,40 @@ class SalesReport(Family):
         categories = sorted(rng.sample(_CATEGORIES, 3 + level))
         sizes = {1: (10, 6, 40), 2: (18, 9, 90), 3: (26, 12, 160), 4: (36, 16, 260)}[level]
         data = _shop_ns["make_shop"](rng, *sizes, regions, categories, _FIRST, _LAST)
-        min_orders = rng.randint(2, 3)
+        min_orders = rng.randint(2, 4)
+        db = f"/app/{rng.choice(_SHOP_DATABASES)}.db"
+        out = f"/app/{rng.choice(_SHOP_OUT_DIRS)}"
+        opener = rng.choice(_SHOP_OPENERS).format(
+            db=db, tables="`customers`, `products`, `orders`, `order_items`"
+        )
         sql = _shop_ns["shop_sql"](data)
         queries = _shop_queries(level, min_orders)
         deliver = [
-            "`/app/out/region_revenue.csv` with header `region,revenue_cents`: revenue of "
+            f"`{out}/region_revenue.csv` with header `region,revenue_cents`: revenue of "
             "completed orders per customer region (sum of qty × price_cents over the order "
             "items), highest revenue first, ties by region name"
         ]
         if level >= 2:
             deliver.append(
-                "`/app/out/top_customers.csv` with header `customer_id,name,orders,spend_cents`:"
+                f"`{out}/top_customers.csv` with header `customer_id,name,orders,spend_cents`:"
                 f" customers with at least {min_orders} completed orders, with their number of "
                 "completed orders and their completed spend, highest spend first, ties by id"
             )
         if level >= 3:
             deliver.append(
-                "`/app/out/monthly_by_category.csv`: a wide table with header `month` followed "
+                f"`{out}/monthly_by_category.csv`: a wide table with header `month` followed "
                 "by one column per product category present in `products` (alphabetical), one "
                 "row per month `YYYY-MM` that has completed orders (ascending), each cell the "
                 "completed revenue in cents of that category in that month (0 if none)"
             )
         if level >= 4:
             deliver.append(
-                "`/app/out/region_leaders.csv` with header `region,customer_id,name,spend_cents`"
+                f"`{out}/region_leaders.csv` with header `region,customer_id,name,spend_cents`"
                 ": for every region with completed revenue, the customer with the highest "
                 "completed spend there (ties by lower id), rows ordered by region"
             )
             deliver.append(
-                "`/app/out/summary.json`: an object with integer keys `completed_orders`, "
+                f"`{out}/summary.json`: an object with integer keys `completed_orders`, "
                 "`cancelled_orders`, `revenue_cents` (must equal the total of the region "
                 "report) and `regions` (rows of the region report)"
             )
@@ -546,13 +570,12 @@ class SalesReport(Family):
                 "orders out of every deliverable (including the cancelled count)."
             )
         text = (
-            "Our shop data lives in the sqlite database `/app/shop.db` (tables `customers`, "
-            "`products`, `orders`, `order_items`). I need these reports:\n\n"
+            f"{opener} {rng.choice(_SHOP_ASKS)}\n\n"
             + numbered(deliver)
             + "\n\nRules:\n"
             + bullets(rules)
         )
-        program = program_path(ctx.language, "/app/report")
+        program = program_path(ctx.language, "/app/" + rng.choice(_SHOP_PROGRAMS))
         if ctx.needs_code:
             text += "\n\n" + _code_note(
                 ctx,
@@ -560,18 +583,18 @@ class SalesReport(Family):
                 "`<database> <output_dir>` writes the same report files into `<output_dir>` "
                 "(creating it) for any database with this schema.",
             )
-            text += " Also produce the files in `/app/out` for `/app/shop.db`."
+            text += f" Also produce the files in `{out}` for `{db}`."
         # --- reference solution
         inspect = [
-            "sqlite3 /app/shop.db '.tables'",
-            "sqlite3 /app/shop.db '.schema orders'",
-            "sqlite3 /app/shop.db 'SELECT status, COUNT(*) FROM orders GROUP BY status;'",
+            f"sqlite3 {db} '.tables'",
+            f"sqlite3 {db} '.schema orders'",
+            f"sqlite3 {db} 'SELECT status, COUNT(*) FROM orders GROUP BY status;'",
         ]
         if level >= 3:
-            inspect.append("sqlite3 /app/shop.db 'SELECT COUNT(*) FROM customers WHERE is_test;'")
+            inspect.append(f"sqlite3 {db} 'SELECT COUNT(*) FROM customers WHERE is_test;'")
         if level >= 4:
-            inspect.append("sqlite3 /app/shop.db 'PRAGMA foreign_key_list(order_items);'")
-        lines = [*inspect[: 1 if level == 1 else len(inspect)], "mkdir -p /app/out"]
+            inspect.append(f"sqlite3 {db} 'PRAGMA foreign_key_list(order_items);'")
+        lines = [*inspect[: 1 if level == 1 else len(inspect)], f"mkdir -p {out}"]
         params = {"level": level, "min_orders": min_orders, "queries": json.dumps(queries)}
         sh_body = (
             _SHOP_SH.replace("__LEVEL__", str(level))
@@ -589,16 +612,16 @@ class SalesReport(Family):
             else:
                 body = sh_body
             lines += _program_setup(ctx.language, program, body, "")
-            lines.append(f"{_invoke(ctx.language, program, '')} /app/shop.db /app/out")
+            lines.append(f"{_invoke(ctx.language, program, '')} {db} {out}")
         else:
             lines += [
-                f'sqlite3 -header -separator , /app/shop.db "{queries["region_revenue.csv"]}"'
-                " > /app/out/region_revenue.csv"
+                f'sqlite3 -header -separator , {db} "{queries["region_revenue.csv"]}"'
+                f" > {out}/region_revenue.csv"
             ]
             if level >= 2:
                 lines.append(
-                    f'sqlite3 -header -separator , /app/shop.db "{queries["top_customers.csv"]}"'
-                    " > /app/out/top_customers.csv"
+                    f'sqlite3 -header -separator , {db} "{queries["top_customers.csv"]}"'
+                    f" > {out}/top_customers.csv"
                 )
             if level >= 3:
                 cols = "".join(
@@ -607,28 +630,27 @@ class SalesReport(Family):
                     for c in categories
                 )
                 lines.append(
-                    'sqlite3 -header -separator , /app/shop.db "SELECT substr(o.order_date, 1, 7)'
+                    f'sqlite3 -header -separator , {db} "SELECT substr(o.order_date, 1, 7)'
                     f' AS month{cols} {queries["pivot_base"]} GROUP BY month ORDER BY month;"'
-                    " > /app/out/monthly_by_category.csv"
+                    f" > {out}/monthly_by_category.csv"
                 )
             if level >= 4:
                 lines.append(
-                    f'sqlite3 -header -separator , /app/shop.db "{queries["region_leaders.csv"]}"'
-                    " > /app/out/region_leaders.csv"
+                    f'sqlite3 -header -separator , {db} "{queries["region_leaders.csv"]}"'
+                    f" > {out}/region_leaders.csv"
                 )
-                lines.append(
-                    f'sqlite3 /app/shop.db "{queries["summary.json"]}" > /app/out/summary.json'
-                )
+                lines.append(f'sqlite3 {db} "{queries["summary.json"]}" > {out}/summary.json')
         lines += [
-            f"head -n 3 /app/out/{n}"
+            f"head -n 3 {out}/{n}"
             for n in ("region_revenue.csv", "top_customers.csv")[: min(level, 2)]
         ]
         if level >= 4:
-            lines += ["cat /app/out/summary.json", "wc -l /app/out/*.csv"]
+            lines += [f"cat {out}/summary.json", f"wc -l {out}/*.csv"]
         tests = _tests(
             {
                 "level": level,
                 "min_orders": min_orders,
+                "out_dir": out,
                 "code": ctx.needs_code,
                 "language": ctx.language,
                 "program": program,
@@ -642,7 +664,7 @@ class SalesReport(Family):
             solution="\n".join(lines),
             tests={"test_task.py": tests, "shop.json": json.dumps(data)},
             files={"shop.sql": sql},
-            dockerfile_steps=("RUN sqlite3 /app/shop.db < /app/shop.sql && rm /app/shop.sql",),
+            dockerfile_steps=(f"RUN sqlite3 {db} < /app/shop.sql && rm /app/shop.sql",),
         )
 
 
@@ -1718,7 +1740,7 @@ def load_events(files):
     return events
 
 
-def report_text(files, report):
+def report_text(files, report, top_n=5):
     events = load_events(files)
     if report == "counts":
         n = {}
@@ -1732,7 +1754,7 @@ def report_text(files, report):
             if e["event"] == "purchase":
                 orders[e["user"]] = orders.get(e["user"], 0) + 1
                 revenue[e["user"]] = revenue.get(e["user"], 0) + e["amount"]
-        rows = sorted(orders, key=lambda u: (-revenue[u], u))[:5]
+        rows = sorted(orders, key=lambda u: (-revenue[u], u))[:top_n]
         return "user,orders,revenue_cents\\n" + "".join(
             "%s,%d,%d\\n" % (u, orders[u], revenue[u]) for u in rows)
     if report == "funnel":
@@ -1771,6 +1793,17 @@ _events_ns: dict = {"json": json}
 exec(_EVENTS_GEN, _events_ns)
 
 _EVENTS_REPORTS = ["counts", "top_buyers", "funnel", "by_country"]
+# Drawn per task so that instructions differ in the names a real shop would pick.
+_EVENTS_DATA_DIRS = ["data", "clickstream", "export", "tracking", "weblogs"]
+_EVENTS_OUT_DIRS = ["out", "reports", "analytics", "results", "funnel"]
+_EVENTS_PROGRAMS = ["events", "clicks", "shop_stats", "event_report"]
+_EVENTS_OPENERS = [
+    "Our web shop's clickstream export is in:",
+    "The tracking export from our web shop has arrived:",
+    "Here is the raw event log our web shop exported:",
+    "I downloaded the visitor events of our online shop to:",
+    "The shop's clickstream for the last few days is stored in:",
+]
 
 _EVENTS_PY = """import json
 import os
@@ -1803,7 +1836,7 @@ def main():
                 orders[e["user"]] = orders.get(e["user"], 0) + 1
                 revenue[e["user"]] = revenue.get(e["user"], 0) + int(e["amount"])
         print("user,orders,revenue_cents")
-        for user in sorted(orders, key=lambda u: (-revenue[u], u))[:5]:
+        for user in sorted(orders, key=lambda u: (-revenue[u], u))[:__TOP_N__]:
             print(f"{user},{orders[user]},{revenue[user]}")
     elif report == "funnel":
         steps, reached, per_user = ["view", "cart", "purchase"], [0, 0, 0], {}
@@ -1862,7 +1895,7 @@ case "$report" in
   top_buyers)
     echo "user,orders,revenue_cents"
     events | awk -F'\t' '$4 == "purchase" { o[$3]++; r[$3] += $5 }
-      END { for (u in o) print u "," o[u] "," r[u] }' | sort -t, -k3,3nr -k1,1 | head -n 5
+      END { for (u in o) print u "," o[u] "," r[u] }' | sort -t, -k3,3nr -k1,1 | head -n __TOP_N__
     ;;
   funnel)
     echo "step,users"
@@ -1909,8 +1942,9 @@ def pristine():
 def test_report_files():
     files = pristine()
     for report in CFG["reports"]:
-        want, got = report_text(files, report), read(f"/app/out/{report}.csv")
-        assert got == want, f"/app/out/{report}.csv:\\nexpected:\\n{want}\\ngot:\\n{got}"
+        path = os.path.join(CFG["out_dir"], report + ".csv")
+        want, got = report_text(files, report, CFG["top_n"]), read(path)
+        assert got == want, f"{path}:\\nexpected:\\n{want}\\ngot:\\n{got}"
 
 
 def test_program_on_fresh_logs():
@@ -1926,7 +1960,7 @@ def test_program_on_fresh_logs():
         for report in CFG["reports"]:
             done = run_program([folder, report])
             assert done.returncode == 0, f"{report}: exit {done.returncode} {done.stderr[-800:]}"
-            want = report_text(files, report)
+            want = report_text(files, report, CFG["top_n"])
             assert done.stdout == want, f"{seed} {report}: want\\n{want}got\\n{done.stdout}"
 """
 
@@ -1944,22 +1978,26 @@ class EventFunnel(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash"})
     rules = (
-        Rule("counts", (r"`/app/out/counts\.csv`: header `event,count`",),
-             (r'"reports": \["counts"', r'if report == "counts":', r"def test_report_files\(")),
-        Rule("top_buyers", (r"`/app/out/top_buyers\.csv`: header `user,orders,revenue_cents`",),
-             (r'"reports": \[[^\]]*"top_buyers"', r'if report == "top_buyers":'),
+        Rule("counts", (r"`/app/(?P<out>\w+)/counts\.csv`: header `event,count`",),
+             (r'"reports": \["counts"', r'if report == "counts":', r"def test_report_files\(",
+              r'"out_dir": "/app/{out}"', r'os\.path\.join\(CFG\["out_dir"\], report')),
+        Rule("top_buyers", (r"`/app/\w+/top_buyers\.csv`: header `user,orders,revenue_cents`, "
+                            r"the \(at most\) (?P<n>\d+) users with the highest purchase",),
+             (r'"reports": \[[^\]]*"top_buyers"', r'if report == "top_buyers":',
+              r'"top_n": {n}\b', r"\[:top_n\]"),
              levels=frozenset({2, 3, 4})),
-        Rule("funnel", (r"`/app/out/funnel\.csv`: header `step,users`",),
+        Rule("funnel", (r"`/app/\w+/funnel\.csv`: header `step,users`",),
              (r'"reports": \[[^\]]*"funnel"', r'if report == "funnel":'),
              levels=frozenset({3, 4})),
         Rule("dedupe_event_ids", (r"Count every event id once",),
              (r"lines\.append\(lines\[-1\]\)", r'if event\["id"\] not in seen:'),
              levels=frozenset({3, 4})),
-        Rule("by_country", (r"`/app/out/by_country\.csv`: header",),
+        Rule("by_country", (r"`/app/\w+/by_country\.csv`: header",),
              (r'"reports": \[[^\]]*"by_country"', r'if report == "by_country":'),
              levels=frozenset({4})),
-        Rule("program", (r"reusable .+? program at `/app/events",),
-             (r"def test_program_on_fresh_logs\(",), when={"code": True}),
+        Rule("program", (r"reusable .+? program at `(?P<program>/app/\w+\.\w+)`",),
+             (r"def test_program_on_fresh_logs\(", r'"program": "{program}"'),
+             when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
         "export query results to CSV with header rows": "counts",
@@ -1972,29 +2010,33 @@ class EventFunnel(Family):
         reports = _EVENTS_REPORTS[:level]
         fuzz = ctx.verifier_kind == "fuzz_equivalence"
         code = ctx.needs_code or fuzz
+        data = f"/app/{rng.choice(_EVENTS_DATA_DIRS)}"
+        out = f"/app/{rng.choice(_EVENTS_OUT_DIRS)}"
+        top_n = rng.randint(3, 8)
         describe = {
-            "counts": "`/app/out/counts.csv`: header `event,count`, one row per event type, "
+            "counts": f"`{out}/counts.csv`: header `event,count`, one row per event type, "
             "most frequent first (ties in byte order of the event name)",
-            "top_buyers": "`/app/out/top_buyers.csv`: header `user,orders,revenue_cents`, the "
-            "(at most) 5 users with the highest purchase revenue (sum of `amount`), ties by "
+            "top_buyers": f"`{out}/top_buyers.csv`: header `user,orders,revenue_cents`, the "
+            f"(at most) {top_n} users with the highest purchase revenue (sum of `amount`), ties by "
             "user id in byte order; orders = their number of purchase events",
-            "funnel": "`/app/out/funnel.csv`: header `step,users`, rows `view`, `cart`, "
+            "funnel": f"`{out}/funnel.csv`: header `step,users`, rows `view`, `cart`, "
             "`purchase`: how many users viewed, how many of those later put something in "
             "the cart, and how many of those then purchased (each step strictly later in "
             "`ts` than the step before it, for the same user)",
-            "by_country": "`/app/out/by_country.csv`: header "
+            "by_country": f"`{out}/by_country.csv`: header "
             "`country,users,buyers,revenue_cents`, one row per country (users missing from "
             "users.csv count as `unknown`): distinct users with any event, distinct users "
             "with a purchase, purchase revenue; highest revenue first, ties by country",
         }
         inputs = [
-            "`/app/data/events.jsonl`: one JSON object per line with `id`, `ts` (unix "
+            f"`{data}/events.jsonl`: one JSON object per line with `id`, `ts` (unix "
             "seconds), `user`, `event` and, for purchases, `amount` in cents"
         ]
         if level >= 4:
-            inputs.append("`/app/data/users.csv`: `user,country` for the users we know")
+            inputs.append(f"`{data}/users.csv`: `user,country` for the users we know")
         text = (
-            "Our web shop's clickstream export is in:\n\n"
+            rng.choice(_EVENTS_OPENERS)
+            + "\n\n"
             + bullets(inputs)
             + "\n\nI need these reports (plain CSV, no spaces, each ending with a newline):\n\n"
             + numbered(describe[r] for r in reports)
@@ -2004,12 +2046,12 @@ class EventFunnel(Family):
                 "\n\nThe export is messy: the exporter sometimes writes the same event twice "
                 "(same `id`) and the key order varies. Count every event id once."
             )
-        program = program_path(ctx.language, "/app/events")
+        program = program_path(ctx.language, "/app/" + rng.choice(_EVENTS_PROGRAMS))
         if code:
             text += "\n\n" + _code_note(
                 ctx,
                 program,
-                "called with a data folder (laid out like `/app/data`) and a report name ("
+                f"called with a data folder (laid out like `{data}`) and a report name ("
                 + ", ".join(f"`{r}`" for r in reports)
                 + "), it prints exactly that report's CSV.",
             )
@@ -2017,22 +2059,22 @@ class EventFunnel(Family):
                 text += " I will compare it against a reference on many random logs."
         lang = ctx.language if code else "bash"
         source = program if code else "/tmp/events.sh"
-        body = _EVENTS_PY if lang == "python" else _EVENTS_SH
-        lines = ["head -n 3 /app/data/events.jsonl", "mkdir -p /app/out"]
+        body = (_EVENTS_PY if lang == "python" else _EVENTS_SH).replace("__TOP_N__", str(top_n))
+        lines = [f"head -n 3 {data}/events.jsonl", f"mkdir -p {out}"]
         if level >= 3:
             lines += [
-                "wc -l /app/data/events.jsonl",
-                "jq -r .id /app/data/events.jsonl | sort | uniq -d | head",
+                f"wc -l {data}/events.jsonl",
+                f"jq -r .id {data}/events.jsonl | sort | uniq -d | head",
             ]
         lines += _program_setup(lang, source, body, "")
         run = _invoke(lang, source, "")
-        lines += [f"{run} /app/data {r} > /app/out/{r}.csv" for r in reports]
+        lines += [f"{run} {data} {r} > {out}/{r}.csv" for r in reports]
         if level >= 4:
             lines += [
-                "head -n 3 /app/data/users.csv",
-                "jq -r .event /app/data/events.jsonl | sort | uniq -c",
-                "cat /app/out/funnel.csv /app/out/by_country.csv",
-                "wc -l /app/out/*.csv",
+                f"head -n 3 {data}/users.csv",
+                f"jq -r .event {data}/events.jsonl | sort | uniq -c",
+                f"cat {out}/funnel.csv {out}/by_country.csv",
+                f"wc -l {out}/*.csv",
             ]
         params = {
             "level": level,
@@ -2040,6 +2082,8 @@ class EventFunnel(Family):
             "language": ctx.language,
             "program": program,
             "reports": reports,
+            "out_dir": out,
+            "top_n": top_n,
             "cases": (8 if fuzz else 3) + level,
         }
         tests = {"test_task.py": _tests(params, _EVENTS_GEN + _EVENTS_TESTS)}
@@ -2048,5 +2092,5 @@ class EventFunnel(Family):
             instruction=text,
             solution="\n".join(lines),
             tests=tests,
-            files={f"data/{name}": text_ for name, text_ in files.items()},
+            files={f"{data[len('/app/') :]}/{name}": text_ for name, text_ in files.items()},
         )
