@@ -1804,6 +1804,35 @@ int main(void) {
 """
 
 
+RC_OUT_DIRS = ("/app/out", "/app/exact", "/app/answers", "/app/calc_out")
+RC_INPUT_DIRS = ("input", "incoming", "formulas", "queue")
+RC_EXPR_FILES = ("exprs.txt", "expressions.txt", "lines.txt", "prices.txt")
+RC_BATCH_PREFIXES = ("batch", "chunk", "part", "run")
+RC_RESULT_FILES = ("results.txt", "values.txt", "exact.txt")
+RC_ERROR_FILES = ("errors.txt", "failures.txt", "div_zero.txt")
+RC_EXTREME_FILES = ("extremes.txt", "range.txt", "bounds.txt")
+RC_SUMMARY_FILES = ("summary.json", "stats.json", "report.json")
+RC_PROGRAMS = ("/app/ratcalc", "/app/exactcalc", "/app/fraccalc", "/app/rational")
+RC_OPENERS = (
+    "Our pricing engine kept drifting by fractions of a cent because it used floats, so "
+    "we're moving to exact arithmetic.",
+    "Floating-point rounding keeps making our price calculations disagree by tiny amounts, "
+    "so from now on every formula gets evaluated exactly.",
+    "We're taking float maths out of the code that computes our prices and charges: every "
+    "result has to be an exact fraction from now on.",
+    "A few totals came out a fraction of a cent off because the formulas were evaluated with "
+    "floats; we want exact rational results instead.",
+)
+RC_CALLERS = ("Our pricing engine", "Our billing code", "The pricing service", "Our backend")
+RC_ASKS = ("Please produce", "I need these files", "Write the following", "We need these outputs")
+
+
+def _renamer(names: dict[str, str]):
+    """Replace each default name by the drawn one in one pass (no chained replacements)."""
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)))
+    return lambda text: pattern.sub(lambda m: names[m.group(0)], text)
+
+
 @register
 class RationalCalc(Family):
     """Evaluate arithmetic expressions exactly as fractions in lowest terms; levels widen
@@ -1817,8 +1846,8 @@ class RationalCalc(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
     rules = (
-        Rule("inputs_untouched", (r"leave `/app/input` as it is",),
-             (r"def test_inputs_untouched\(",)),
+        Rule("inputs_untouched", (r"leave `(?P<inp>/app/\w+)` as it is",),
+             (r"def test_inputs_untouched\(", r'Path\("{inp}"\) / _name')),
         Rule("operators_precedence", (r"the operators `\+ - \* /` with the usual precedence",),
              (r'while peek\(\) in \("\*", "/"\):',)),
         Rule("spaces_optional", (r"spaces may appear between tokens or not",),
@@ -1837,17 +1866,21 @@ class RationalCalc(Family):
              (r'except ZeroDivisionError:\s+return "ERROR"',)),
         Rule("zero_base_negative_exponent", (r"including a zero base with a negative exponent",),
              (r"a, b = make\(b, a\)",), levels=frozenset({4})),
-        Rule("results_file", (r"`/app/out/results\.txt`: the result of each expression",),
-             (r'read\("/app/out/results\.txt"\)',), levels=frozenset({1, 2})),
-        Rule("batch_results", (r"`/app/out/batch-N\.txt` for each input batch",),
-             (r'read\(f"/app/out/\{{name\}}"\)',), levels=frozenset({3, 4})),
-        Rule("errors_file", (r"`/app/out/errors\.txt`: one `FILE:LINE` per ERROR result",),
-             (r'read\("/app/out/errors\.txt"\)',), levels=frozenset({3, 4})),
-        Rule("extremes", (r"`/app/out/extremes\.txt`: two lines, `max V` and `min V`",),
-             (r"def test_extremes\(",), levels=frozenset({2, 3, 4})),
-        Rule("summary", (r"`/app/out/summary\.json`: `expressions`",), (r"def test_summary\(",),
+        Rule("results_file", (r"`(?P<out>/app/\w+)/(?P<res>\w+\.txt)`: the result of each "
+                              r"expression",),
+             (r'read\("{out}/{res}"\)',), levels=frozenset({1, 2})),
+        Rule("batch_results", (r"`(?P<out>/app/\w+)/\w+-N\.txt` for each input batch",),
+             (r'read\(f"{out}/\{{name\}}"\)',), levels=frozenset({3, 4})),
+        Rule("errors_file", (r"`(?P<out>/app/\w+)/(?P<err>\w+\.txt)`: one `FILE:LINE` per "
+                             r"ERROR result",),
+             (r'read\("{out}/{err}"\)',), levels=frozenset({3, 4})),
+        Rule("extremes", (r"`(?P<out>/app/\w+)/(?P<ext>\w+\.txt)`: two lines, `max V` and "
+                          r"`min V`",),
+             (r"def test_extremes\(", r'read\("{out}/{ext}"\)'), levels=frozenset({2, 3, 4})),
+        Rule("summary", (r"`(?P<out>/app/\w+)/(?P<sum>\w+\.json)`: `expressions`",),
+             (r"def test_summary\(", r'json\.loads\(read\("{out}/{sum}"\)\)'),
              levels=frozenset({4})),
-        Rule("program", (r"The engine will call a calculator program",),
+        Rule("program", (r"will call a calculator program",),
              (r"def test_calculator_on_fresh_expressions\(",), when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[dict[str, str]] = {
@@ -1857,19 +1890,35 @@ class RationalCalc(Family):
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         language = _code_language(ctx)
+        out, in_dir, expr_file, prefix, res_file, err_file, ext_file, sum_file = (
+            rng.choice(options)
+            for options in (
+                RC_OUT_DIRS,
+                RC_INPUT_DIRS,
+                RC_EXPR_FILES,
+                RC_BATCH_PREFIXES,
+                RC_RESULT_FILES,
+                RC_ERROR_FILES,
+                RC_EXTREME_FILES,
+                RC_SUMMARY_FILES,
+            )
+        )
+        stem, opener, caller, ask = (
+            rng.choice(options) for options in (RC_PROGRAMS, RC_OPENERS, RC_CALLERS, RC_ASKS)
+        )
         files: dict[str, str | bytes] = {}
         if level <= 2:
-            inputs = ["exprs.txt"]
+            inputs = [expr_file]
             sizes = [20 if level == 1 else 30]
         else:
-            inputs = [f"batch-{i}.txt" for i in range(1, 4 if level == 3 else 5)]
+            inputs = [f"{prefix}-{i}.txt" for i in range(1, 4 if level == 3 else 5)]
             sizes = [20] * len(inputs)
         exprs = [[rc_expression(rng, level) for _ in range(size)] for size in sizes]
         # random expressions often divide by nothing that is zero: plant one that does
         zero = f"{rng.randint(1, 30)} / 0" if level < 4 else f"{rng.randint(1, 30)} + 0^-1"
         exprs[rng.randrange(len(exprs))].insert(rng.randint(0, sizes[0]), zero)
         for name, lines in zip(inputs, exprs, strict=True):
-            files[f"input/{name}"] = "\n".join(lines) + "\n"
+            files[f"{in_dir}/{name}"] = "\n".join(lines) + "\n"
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
 
         grammar = [
@@ -1887,14 +1936,13 @@ class RationalCalc(Family):
                 "`(1/2)^-3`); it binds tighter than unary minus, so `-2^2` is -4"
             )
         where = (
-            "`/app/input/exprs.txt` has one expression per line."
+            f"`/app/{in_dir}/{expr_file}` has one expression per line."
             if level <= 2
-            else "The expressions come in batches, `/app/input/batch-1.txt` ... `batch-"
-            f"{len(inputs)}.txt`, one per line."
+            else f"The expressions come in batches, `/app/{in_dir}/{prefix}-1.txt` ... "
+            f"`{prefix}-{len(inputs)}.txt`, one per line."
         )
         body = [
-            "Our pricing engine kept drifting by fractions of a cent because it used floats, "
-            f"so we're moving to exact arithmetic. {where} Expressions use:\n"
+            f"{opener} {where} Expressions use:\n"
             + bullets(grammar)
             + "\n\nA result is exact: print it as `p/q` in lowest terms with q > 1 and the sign "
             "on p, or as the integer `p` when the value is whole. Dividing by zero anywhere "
@@ -1903,41 +1951,50 @@ class RationalCalc(Family):
         ]
         deliverables = []
         if level <= 2:
-            deliverables.append(
-                "`/app/out/results.txt`: the result of each expression, line by line."
-            )
+            deliverables.append(f"`{out}/{res_file}`: the result of each expression, line by line.")
         else:
             deliverables.append(
-                "`/app/out/batch-N.txt` for each input batch: the result of each of its "
+                f"`{out}/{prefix}-N.txt` for each input batch: the result of each of its "
                 "expressions, line by line."
             )
             deliverables.append(
-                "`/app/out/errors.txt`: one `FILE:LINE` per ERROR result (FILE is the batch "
+                f"`{out}/{err_file}`: one `FILE:LINE` per ERROR result (FILE is the batch "
                 "file name, LINE 1-based), batches in order."
             )
         if level >= 2:
             deliverables.append(
-                "`/app/out/extremes.txt`: two lines, `max V` and `min V`, the largest and "
+                f"`{out}/{ext_file}`: two lines, `max V` and `min V`, the largest and "
                 "smallest results (ERROR lines excluded), written like the results."
             )
         if level >= 4:
             deliverables.append(
-                "`/app/out/summary.json`: `expressions` (all lines), `errors`, `integers` "
+                f"`{out}/{sum_file}`: `expressions` (all lines), `errors`, `integers` "
                 "(results that are whole numbers) and `max` / `min` (as strings like in "
-                "extremes.txt)."
+                f"{ext_file})."
             )
-        body.append("Please produce (leave `/app/input` as it is):\n" + numbered(deliverables))
+        body.append(f"{ask} (leave `/app/{in_dir}` as it is):\n" + numbered(deliverables))
         program = None
         if language:
-            program = program_path(language, "/app/ratcalc")
+            program = program_path(language, stem)
             body.append(
-                "The engine will call a calculator program: it reads expressions from standard "
+                f"{caller} will call a calculator program: it reads expressions from standard "
                 "input, one per line, and prints one result line for each. "
                 + _program_sentence(language, program)
                 + " It will be compared with our reference on many expressions it has not seen."
             )
         instruction = "\n\n".join(body)
 
+        # the reference steps and the tests are written for the default names
+        named = _renamer(
+            {
+                "/app/out": out,
+                "/app/input": f"/app/{in_dir}",
+                "results.txt": res_file,
+                "errors.txt": err_file,
+                "extremes.txt": ext_file,
+                "summary.json": sum_file,
+            }
+        )
         steps = ["mkdir -p /app/out"]
         if language:
             source = {"python": _RC_PY, "bash": _RC_SH, "c": _RC_C}[language]
@@ -1949,17 +2006,18 @@ class RationalCalc(Family):
             calc = "bash /tmp/ratcalc.sh"
         steps.append(f"test \"$(echo '1/2 + 1/3 * 2' | {calc})\" = 7/6")
         if level <= 2:
-            steps.append(f"{calc} < /app/input/exprs.txt > /app/out/results.txt")
+            steps.append(f"{calc} < /app/input/{expr_file} > /app/out/results.txt")
             outputs = ["/app/out/results.txt"]
         else:
             outputs = []
             for name in inputs:
                 steps.append(f"{calc} < /app/input/{name} > /app/out/{name}")
                 outputs.append(f"/app/out/{name}")
-            names = " ".join(n.removesuffix(".txt").removeprefix("batch-") for n in inputs)
+            numbers = " ".join(str(i) for i in range(1, len(inputs) + 1))
             steps.append(
-                f'for b in {names}; do awk -v f=batch-$b.txt \'$0 == "ERROR" {{print f ":" NR}}\''
-                " /app/out/batch-$b.txt; done > /app/out/errors.txt"
+                f"for b in {numbers}; do awk -v f={prefix}-$b.txt"
+                ' \'$0 == "ERROR" {print f ":" NR}\''
+                f" /app/out/{prefix}-$b.txt; done > /app/out/errors.txt"
             )
         if level >= 2:
             steps.append(f"cat {' '.join(outputs)} > /tmp/all_results.txt")
@@ -1981,7 +2039,7 @@ class RationalCalc(Family):
                 ' "min": "%s"}\\n\' "$total" "$errors" "$integers" "$max" "$min"'
                 " > /app/out/summary.json",
             ]
-        solution = "\n".join(s for s in steps if s)
+        solution = named("\n".join(s for s in steps if s))
 
         params = {
             "level": level,
@@ -1997,7 +2055,7 @@ class RationalCalc(Family):
             + _sources(rc_eval, rc_expression)
             + "\n\n"
             + _settings(params)
-            + _RC_TESTS
+            + named(_RC_TESTS)
         )
         return Draft(
             instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
@@ -2024,7 +2082,8 @@ def test_inputs_untouched():
 
 def test_results():
     if LEVEL <= 2:
-        assert read("/app/out/results.txt") == lines(RESULTS["exprs.txt"]), "results.txt is wrong"
+        (only,) = RESULTS.values()
+        assert read("/app/out/results.txt") == lines(only), "results.txt is wrong"
         return
     for name, results in RESULTS.items():
         assert read(f"/app/out/{name}") == lines(results), f"/app/out/{name} is wrong"
@@ -2683,6 +2742,32 @@ PYTHONPATH=/app/vendor exec python3 -m semverlite pick "$1"
 """
 
 
+SV_OUT_DIRS = ("/app/out", "/app/pins", "/app/lock", "/app/deps")
+SV_REQUIREMENTS = ("requirements.txt", "constraints.txt", "deps.txt", "wanted.txt")
+SV_INDEXES = (
+    "registry/index.txt",
+    "registry/available.txt",
+    "mirror/index.txt",
+    "mirror/listing.txt",
+)
+SV_RESOLVED = ("resolved.txt", "pins.txt", "picked.txt")
+SV_VERSIONS = ("versions.txt", "all_versions.txt", "by_package.txt")
+SV_OUTDATED = ("outdated.txt", "behind.txt", "upgrades.txt")
+SV_LOCKS = ("lock.json", "lockfile.json", "pinned.json")
+SV_TOOLS = ("tools/resolve.py", "tools/pin_deps.py", "scripts/resolve.py")
+SV_PROGRAMS = ("/app/pick", "/app/resolver", "/app/pinner", "/app/choose_versions")
+SV_OPENERS = (
+    "I need to pin our dependencies.",
+    "Builds keep picking up whatever version is newest, so I want every dependency pinned to "
+    "an exact version.",
+    "We have to record exactly which version of each dependency goes into a build.",
+    "Before the next release, I want our dependency versions chosen reproducibly from the "
+    "constraints we declare.",
+)
+SV_TOOLING = ("Our release tooling", "Our build tooling", "The pinning script in this repo")
+SV_ASKS = ("Please produce", "I need these files", "Write the following", "We need these outputs")
+
+
 @register
 class SemverPick(Family):
     """Resolve requirements against a package index with Semantic Versioning ranges; levels
@@ -2698,13 +2783,14 @@ class SemverPick(Family):
     fixture_kinds = frozenset({"text_only", "vendored_package"})
     languages = frozenset({"python", "bash"})
     rules = (
-        Rule("inputs_untouched", (r"leave `/app/requirements\.txt` and `/app/registry/index\.txt` "
-                                  r"as they are",),
-             (r"def test_inputs_untouched\(",)),
-        Rule("resolved", (r"`/app/out/resolved\.txt`: for each required package, .+? the "
-                          r"highest version of the index satisfying its requirement, or "
+        Rule("inputs_untouched", (r"leave `(?P<req>/app/\w+\.txt)` and "
+                                  r"`(?P<idx>/app/\w+/\w+\.txt)` as they are",),
+             (r"def test_inputs_untouched\(", r'INDEX = sv_index\(Path\("{idx}"\)',
+              r'REQUIREMENTS = Path\("{req}"\)')),
+        Rule("resolved", (r"`(?P<out>/app/\w+)/(?P<res>\w+\.txt)`: for each required package, "
+                          r".+? the highest version of the index satisfying its requirement, or "
                           r"`package NONE`",),
-             (r"def test_resolved\(",)),
+             (r"def test_resolved\(", r'read\("{out}/{res}"\) == expected')),
         Rule("numeric_precedence", (r"Versions are `MAJOR\.MINOR\.PATCH` compared numerically, "
                                     r"part by part",),
              (r"return -1 if x\[:3\] < y\[:3\] else 1",)),
@@ -2724,18 +2810,25 @@ class SemverPick(Family):
         Rule("repeated_requirements", (r"A package may be listed more than once; then its version "
                                        r"must satisfy every line",),
              (r"wanted\.setdefault\(package, \[\]\)\.append",), levels=frozenset({4})),
-        Rule("versions_file", (r"`/app/out/versions\.txt`: for every package of the index",),
-             (r"def test_versions\(",), levels=frozenset({2, 3, 4})),
-        Rule("outdated_file", (r"`/app/out/outdated\.txt`: `package RESOLVED LATEST`",),
-             (r"def test_outdated\(",), levels=frozenset({3, 4})),
-        Rule("lock_file", (r"`/app/out/lock\.json`: an object mapping each required package",),
-             (r"def test_lock\(",), levels=frozenset({4})),
+        Rule("versions_file", (r"`(?P<out>/app/\w+)/(?P<ver>\w+\.txt)`: for every package of "
+                               r"the index",),
+             (r"def test_versions\(", r'read\("{out}/{ver}"\) == expected'),
+             levels=frozenset({2, 3, 4})),
+        Rule("outdated_file", (r"`(?P<out>/app/\w+)/(?P<old>\w+\.txt)`: `package RESOLVED "
+                               r"LATEST`",),
+             (r"def test_outdated\(", r'read\("{out}/{old}"\) == ""\.join\(rows\)'),
+             levels=frozenset({3, 4})),
+        Rule("lock_file", (r"`(?P<out>/app/\w+)/(?P<lock>\w+\.json)`: an object mapping each "
+                           r"required package",),
+             (r"def test_lock\(", r'json\.loads\(read\("{out}/{lock}"\)\)'),
+             levels=frozenset({4})),
         Rule("fix_vendored_library", (r"Fix the library in place so that it follows its README",),
              (r"semverlite\.compare\(a, b\) == sv_cmp\(a, b\)",
               r"semverlite\.max_satisfying\(pool, \">=0\.0\.0\"\)"),
              when={"vendored": True}),
-        Rule("patch_file", (r"`/app/out/semverlite\.patch`: a unified diff of your changes",),
-             (r'patch = read\("/app/out/semverlite\.patch"\)',), when={"vendored": True}),
+        Rule("patch_file", (r"`(?P<out>/app/\w+)/semverlite\.patch`: a unified diff of your "
+                            r"changes",),
+             (r'patch = read\("{out}/semverlite\.patch"\)',), when={"vendored": True}),
         Rule("program", (r"Our CI will call a picker program",),
              (r"def test_picker_on_fresh_indexes\(",), when={"code": True}),
     )  # fmt: skip
@@ -2744,11 +2837,39 @@ class SemverPick(Family):
         rng, level = ctx.rng, ctx.level
         language = _code_language(ctx)
         vendored = ctx.fixture_kind == "vendored_package"
+        out, req_file, index_file, res_file, ver_file, old_file, lock_file, tool = (
+            rng.choice(options)
+            for options in (
+                SV_OUT_DIRS,
+                SV_REQUIREMENTS,
+                SV_INDEXES,
+                SV_RESOLVED,
+                SV_VERSIONS,
+                SV_OUTDATED,
+                SV_LOCKS,
+                SV_TOOLS,
+            )
+        )
+        stem, opener, tooling, ask = (
+            rng.choice(options) for options in (SV_PROGRAMS, SV_OPENERS, SV_TOOLING, SV_ASKS)
+        )
+        # the instruction, reference steps, tool and tests are written for the default names
+        named = _renamer(
+            {
+                "/app/out": out,
+                "/app/requirements.txt": f"/app/{req_file}",
+                "/app/registry/index.txt": f"/app/{index_file}",
+                "/app/tools/resolve.py": f"/app/{tool}",
+                "resolved.txt": res_file,
+                "versions.txt": ver_file,
+                "outdated.txt": old_file,
+                "lock.json": lock_file,
+            }
+        )
         index, requirements = sv_world(rng, level, {1: 4, 2: 6, 3: 8, 4: 10}[level])
         files: dict[str, str | bytes] = {
-            "registry/index.txt": sv_index_text(index, rng),
-            "requirements.txt": "# package constraint\n"
-            + "".join(f"{p} {c}\n" for p, c in requirements),
+            index_file: sv_index_text(index, rng),
+            req_file: "# package constraint\n" + "".join(f"{p} {c}\n" for p, c in requirements),
         }
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
         if vendored:
@@ -2759,7 +2880,7 @@ class SemverPick(Family):
                     "vendor/semverlite/__main__.py": _SVL_MAIN,
                     "vendor/semverlite/README.md": _SVL_README,
                     "vendor/semverlite/LICENSE": _SVL_LICENSE,
-                    "tools/resolve.py": _SVL_TOOL.replace("@LEVEL@", str(level)),
+                    tool: named(_SVL_TOOL.replace("@LEVEL@", str(level))),
                 }
             )
 
@@ -2822,7 +2943,7 @@ class SemverPick(Family):
                 "library, so we can send it upstream."
             )
             body = [
-                "Our release tooling resolves `/app/requirements.txt` (`package constraint` "
+                f"{tooling} resolves `/app/requirements.txt` (`package constraint` "
                 "lines) against the registry listing `/app/registry/index.txt` (`package "
                 "version` lines), using a vendored copy of the semverlite library in "
                 "`/app/vendor/semverlite` (see its README). The tool, `/app/tools/resolve.py`, "
@@ -2836,15 +2957,15 @@ class SemverPick(Family):
             ]
         else:
             body = [
-                "I need to pin our dependencies. `/app/requirements.txt` has `package "
+                f"{opener} `/app/requirements.txt` has `package "
                 "constraint` lines and `/app/registry/index.txt` lists what the registry has "
                 f"(`package version` lines, in no order).{repeat}",
                 precedence + " Constraints:\n" + bullets(ranges),
-                f"Please produce ({keep}):\n" + numbered(deliverables),
+                f"{ask} ({keep}):\n" + numbered(deliverables),
             ]
         program = None
         if language:
-            program = program_path(language, "/app/pick")
+            program = program_path(language, stem)
             body.append(
                 "Our CI will call a picker program: given the path of an index file as its "
                 "argument, it reads requirement lines from standard input and prints the "
@@ -2852,7 +2973,7 @@ class SemverPick(Family):
                 + _program_sentence(language, program)
                 + " It will be checked against our reference on indexes it has not seen."
             )
-        instruction = "\n\n".join(body)
+        instruction = named("\n\n".join(body))
 
         steps = ["mkdir -p /app/out"]
         if level >= 3:
@@ -2923,7 +3044,7 @@ class SemverPick(Family):
                 )
                 steps.append("python3 -m json.tool /app/out/lock.json")
                 steps.append("grep -c ' NONE$' /app/out/resolved.txt || true")
-        solution = "\n".join(s for s in steps if s)
+        solution = named("\n".join(s for s in steps if s))
 
         params = {
             "level": level,
@@ -2941,7 +3062,7 @@ class SemverPick(Family):
             + _sources(sv_constraint, sv_world, sv_index_text)
             + "\n\n"
             + _settings(params)
-            + _SV_TESTS
+            + named(_SV_TESTS)
         )
         return Draft(
             instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
