@@ -532,9 +532,9 @@ FW_TRICKY = ("Smith, John", 'Bob "Builder" Ray', "O'Neil, Pat", "  Lee Kwan")
 FW_ACCENTED = ("José Núñez", "Zoë Müller", "François Lefèvre", "Åsa Öberg")
 
 
-def fw_layout(rng, level):
+def fw_layout(rng, level, group="dept"):
     """[(field, start, width, kind)] with 1-based starts; level 3+ leaves column 1 for the
-    record type."""
+    record type. ``group`` names the level 2+ text field the totals are grouped by."""
     fields = [
         ("id", "int", rng.randint(5, 8)),
         ("name", "text", rng.randint(14, 24)),
@@ -542,7 +542,7 @@ def fw_layout(rng, level):
         ("date", "date", 8),
     ]
     if level >= 2:
-        fields.append(("dept", "text", rng.randint(3, 5)))
+        fields.append((group, "text", rng.randint(3, 5)))
     rng.shuffle(fields)
     start = 2 if level >= 3 else 1
     layout = []
@@ -567,7 +567,7 @@ def fw_parse_layout(text):
     return layout
 
 
-def fw_record(rng, layout, level, broken=None):
+def fw_record(rng, layout, level, broken=None, group="dept"):
     """One detail record (bytes, latin-1) and its amount in cents (None when broken)."""
     cents = rng.randint(-99999, 9999999)
     if rng.random() < 0.05:
@@ -587,7 +587,7 @@ def fw_record(rng, layout, level, broken=None):
             field = f"{year}{month:02d}{day:02d}"
             if broken == "date":
                 field = rng.choice(["20230230", "20221301", "20240001", "2024-1-5", "20210931"])
-        elif name == "dept":
+        elif name == group:
             field = rng.choice(["HR", "OPS", "FIN", "IT", "R&D", "LAB"])[:width].ljust(width)
         else:
             pool = list(FW_NAMES)
@@ -603,7 +603,7 @@ def fw_record(rng, layout, level, broken=None):
     return bytes(out), (None if broken else cents)
 
 
-def fw_file(rng, layout, level, count, broken=0, mismatch=False):
+def fw_file(rng, layout, level, count, broken=0, mismatch=False, group="dept"):
     """The bytes of one export file."""
     lines, total, details = [], 0, 0
     if level >= 3:
@@ -612,7 +612,7 @@ def fw_file(rng, layout, level, count, broken=0, mismatch=False):
     for i in rng.sample(range(count), min(broken, count)):
         kinds[i] = rng.choice(["amount", "date", "length"])
     for kind in kinds:
-        line, cents = fw_record(rng, layout, level, kind)
+        line, cents = fw_record(rng, layout, level, kind, group)
         lines.append(line)
         details += 1
         if cents is not None:
@@ -630,8 +630,8 @@ def fw_money(cents):
     return f"{'-' if cents < 0 else ''}{abs(cents) // 100}.{abs(cents) % 100:02d}"
 
 
-def fw_convert(data, layout, level):
-    """(header, rows, rejects): rows are (values, cents, dept); rejects (line, reason)."""
+def fw_convert(data, layout, level, group="dept"):
+    """(header, rows, rejects): rows are (values, cents, group value); rejects (line, reason)."""
     import re
 
     header = [name for name, _s, _w, _k in layout]
@@ -653,7 +653,7 @@ def fw_convert(data, layout, level):
             text = raw[start - 1 : start - 1 + width].decode("latin-1")
             if kind == "text":
                 value = text.strip(" ")
-                if name == "dept":
+                if name == group:
                     dept = value
             elif kind == "int":
                 value = str(int(text))
@@ -939,18 +939,39 @@ NR == 1 { n = csvsplit($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
 {
   csvsplit($0, v); a = v[col["amount"]]; neg = substr(a, 1, 1) == "-"; gsub(/[-.]/, "", a)
   c = (neg ? -1 : 1) * a; total += c
-  if ("dept" in col) dept[v[col["dept"]]] += c
+  if (group in col) dept[v[col[group]]] += c
 }
 END { if (mode == "dept") { for (d in dept) print d, money(dept[d]) } else print money(total) }
 """
 
 
+# The names a user would pick for the folders, files, grouping field and program.
+_FW_FOLDERS = ("export", "mainframe", "extracts", "feeds", "legacy")
+_FW_OUTS = ("out", "csv", "converted", "output", "results")
+_FW_LAYOUTS = ("layout.txt", "layout.def", "copybook.txt", "fields.txt", "record_layout.txt")
+_FW_SINGLE = ("records", "accounts", "billing", "members", "extract", "ledger")
+_FW_DAILY = ("day", "batch", "run", "daily")
+_FW_EXTS = (".dat", ".txt", ".fw")
+_FW_GROUPS = {"dept": "department", "branch": "branch", "region": "region", "office": "office"}
+_FW_PROGRAMS = ("fw2csv", "fixed2csv", "mf2csv", "flat2csv")
+_FW_OPENERS = (
+    "The mainframe is being retired, and its exports have to become something our new tools "
+    "can read.",
+    "Nobody here wants to count columns by hand any more, so the mainframe's fixed-width "
+    "exports should become CSV.",
+    "Our analysts keep asking for the mainframe data in a form they can open in a spreadsheet.",
+    "Before we switch the old system off, I want its exports converted to CSV.",
+    "The new platform only loads CSV, while the mainframe only writes fixed-width records.",
+)
+
+
 @register
 class FixedWidth(Family):
     """Convert a mainframe's fixed-width export to CSV using its layout file; levels add
-    CRLF endings, quoting and per-department totals, daily files with header/trailer
-    records to validate, and latin-1 text with damaged records to reject plus a JSON
-    summary. Code asks for a converter program fuzzed on fresh layouts and records."""
+    CRLF endings, quoting and per-group totals, daily files with header/trailer records
+    to validate, and latin-1 text with damaged records to reject plus a JSON summary.
+    Folder, file, grouping field and program names are drawn per task. Code asks for a
+    converter program fuzzed on fresh layouts and records."""
 
     name = "file_operations.fixed_width"
     domain = "file_operations"
@@ -958,32 +979,38 @@ class FixedWidth(Family):
     fixture_kinds = frozenset({"text_only"})
     languages = frozenset({"python", "bash", "c"})
     rules = (
-        Rule("records_csv", (r"`/app/out/records\.csv`: ",), (r"def test_records_csv\(",)),
+        Rule("records_csv", (r"`(?P<out>/app/\w+)/records\.csv`: ",),
+             (r"def test_records_csv\(", r'read_utf8\("{out}/records\.csv"\)')),
         Rule("field_types", (r"`money`: implied two decimals",), (r"value = fw_money\(cents\)",)),
-        Rule("inputs_untouched", (r"Leave the files in `/app/export/` as they are",),
-             (r"def test_inputs_untouched\(",)),
+        Rule("layout_file", (r"in fixed-width columns described by `(?P<layout>/app/\w+/[\w.]+)`",),
+             (r'fw_parse_layout\(Path\("{layout}"\)\.read_text\(\)\)',)),
+        Rule("inputs_untouched", (r"Leave the files in `(?P<folder>/app/\w+)/` as they are",),
+             (r"def test_inputs_untouched\(", r'Path\("{folder}", n\)\.read_bytes\(\)')),
         Rule("csv_quoting", (r"a value containing a comma or a double quote is wrapped",),
              (r"""if "," in value or '"' in value:""",), levels=frozenset({2, 3, 4})),
         Rule("crlf", (r"CRLF line endings",), (r'if level >= 2 and raw\.endswith\(b"\\r"\)',),
              levels=frozenset({2, 3, 4})),
-        Rule("dept_totals", (r"`/app/out/dept_totals\.txt`",),
-             (r'read\("/app/out/dept_totals\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("group_totals", (r"`(?P<out>/app/\w+)/(?P<group>\w+)_totals\.txt`: `\w+ TOTAL` for "
+                              r"each \w+ \(the `(?P=group)` field",),
+             (r'read\("{out}/{group}_totals\.txt"\)', r'"group": "{group}"'),
+             levels=frozenset({2, 3, 4})),
         Rule("record_types", (r"only `D` lines are records",),
              (r'level >= 3 and raw\[:1\] != b"D"',), levels=frozenset({3, 4})),
         Rule("file_column", (r"extra first column `file`",),
              (r'expected = fw_csv\(\["file"\] \+ header\)',), levels=frozenset({3, 4})),
-        Rule("validation", (r"`/app/out/validation\.txt`",),
-             (r'read\("/app/out/validation\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("validation", (r"`(?P<out>/app/\w+)/validation\.txt`",),
+             (r'read\("{out}/validation\.txt"\)',), levels=frozenset({3, 4})),
         Rule("latin1_to_utf8", (r"Text is latin-1 encoded; the CSV must be UTF-8",),
              (r"pool \+= FW_ACCENTED",), levels=frozenset({4})),
         Rule("reject_damaged", (r"Some D records are damaged and must be rejected",),
-             (r'read\("/app/out/rejects\.txt"\)',), levels=frozenset({4})),
-        Rule("rejects_txt", (r"`/app/out/rejects\.txt`",), (r'read\("/app/out/rejects\.txt"\)',),
-             levels=frozenset({4})),
-        Rule("summary_json", (r"`/app/out/summary\.json`",),
-             (r'read\("/app/out/summary\.json"\)',), levels=frozenset({4})),
-        Rule("program", (r"`fw2csv LAYOUT FILE` prints the CSV",),
-             (r"def test_converter_on_fresh_files\(",), when={"code": True}),
+             (r'read\("/app/\w+/rejects\.txt"\)',), levels=frozenset({4})),
+        Rule("rejects_txt", (r"`(?P<out>/app/\w+)/rejects\.txt`",),
+             (r'read\("{out}/rejects\.txt"\)',), levels=frozenset({4})),
+        Rule("summary_json", (r"`(?P<out>/app/\w+)/summary\.json`",),
+             (r'read\("{out}/summary\.json"\)',), levels=frozenset({4})),
+        Rule("program", (r"`(?P<prog>\w+) LAYOUT FILE` prints the CSV",),
+             (r"def test_converter_on_fresh_files\(", r"SRC = '/app/{prog}\.(?:py|sh|c)'"),
+             when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
         "extract fields from fixed-width text records": "field_types",
@@ -993,17 +1020,28 @@ class FixedWidth(Family):
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         language = _code_language(ctx)
-        layout = fw_layout(rng, level)
-        files: dict[str, str | bytes] = {"export/layout.txt": fw_layout_text(layout)}
+        folder = "/app/" + rng.choice(_FW_FOLDERS)
+        out = "/app/" + rng.choice(_FW_OUTS)
+        layout_path = f"{folder}/{rng.choice(_FW_LAYOUTS)}"
+        group = rng.choice(sorted(_FW_GROUPS))
+        noun = _FW_GROUPS[group]
+        tool_name = rng.choice(_FW_PROGRAMS)
+        opener = rng.choice(_FW_OPENERS)
+        ext = rng.choice(_FW_EXTS)
+        layout = fw_layout(rng, level, group)
+        base = folder.removeprefix("/app/")
+        files: dict[str, str | bytes] = {layout_path.removeprefix("/app/"): fw_layout_text(layout)}
         if level <= 2:
-            names = ["records.dat"]
-            files["export/records.dat"] = fw_file(rng, layout, level, 12 if level == 1 else 25)
+            names = [rng.choice(_FW_SINGLE) + ext]
+            data = fw_file(rng, layout, level, 12 if level == 1 else 25, group=group)
+            files[f"{base}/{names[0]}"] = data
         else:
-            names = ["day-1.dat", "day-2.dat", "day-3.dat"]
+            prefix = rng.choice(_FW_DAILY)
+            names = [f"{prefix}-{i}{ext}" for i in (1, 2, 3)]
             bad = rng.randrange(3)
             for i, name in enumerate(names):
-                files[f"export/{name}"] = fw_file(
-                    rng, layout, level, 20, broken=3 if level >= 4 else 0, mismatch=i == bad
+                files[f"{base}/{name}"] = fw_file(
+                    rng, layout, level, 20, 3 if level >= 4 else 0, i == bad, group
                 )
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
 
@@ -1015,11 +1053,11 @@ class FixedWidth(Family):
             "`date`: `YYYYMMDD`; write it as `YYYY-MM-DD`",
         ]
         if level <= 2:
-            where = "`/app/export/records.dat` is an export from our old mainframe"
+            where = f"`{folder}/{names[0]}` is an export from our old mainframe"
         else:
             where = (
-                "`/app/export/day-1.dat`, `day-2.dat` and `day-3.dat` are daily exports from our "
-                "old mainframe"
+                f"`{folder}/{names[0]}`, `{names[1]}` and `{names[2]}` are daily exports from "
+                "our old mainframe"
             )
         notes = []
         if level >= 2:
@@ -1039,9 +1077,9 @@ class FixedWidth(Family):
                 "length, else `amount` (not an optional `-` followed by digits) or `date` (not "
                 "a real calendar date), whichever field comes first in the layout."
             )
-        notes.append("Leave the files in `/app/export/` as they are.")
+        notes.append(f"Leave the files in `{folder}/` as they are.")
         body = [
-            f"{where}, in fixed-width columns described by `/app/export/layout.txt` "
+            f"{opener} {where}, in fixed-width columns described by `{layout_path}` "
             "(`field start width type`, start is 1-based). Types:\n"
             + bullets(kinds)
             + "\n\n"
@@ -1060,39 +1098,39 @@ class FixedWidth(Family):
         )
         deliverables = []
         if level <= 2:
-            deliverables.append("`/app/out/records.csv`: the records as CSV.")
+            deliverables.append(f"`{out}/records.csv`: the records as CSV.")
         else:
             deliverables.append(
-                "`/app/out/records.csv`: all good records as one CSV with an extra first "
-                "column `file` (the file name, like `day-1.dat`), files in name order."
+                f"`{out}/records.csv`: all good records as one CSV with an extra first "
+                f"column `file` (the file name, like `{names[0]}`), files in name order."
             )
         if level >= 2:
             deliverables.append(
-                "`/app/out/dept_totals.txt`: `DEPT TOTAL` for each department (amounts summed, "
-                "money format), sorted by department."
+                f"`{out}/{group}_totals.txt`: `{group.upper()} TOTAL` for each {noun} (the "
+                f"`{group}` field; amounts summed, money format), sorted by {noun}."
             )
         if level >= 3:
             deliverables.append(
-                "`/app/out/validation.txt`: for each file in name order, `FILE RECORDS TOTAL "
+                f"`{out}/validation.txt`: for each file in name order, `FILE RECORDS TOTAL "
                 "STATUS` where RECORDS counts its D lines, TOTAL sums the amounts of its good "
                 "records, and STATUS is `OK` when both agree with the trailer, else `MISMATCH`."
             )
         if level >= 4:
             deliverables.append(
-                "`/app/out/rejects.txt`: `FILE:LINE REASON` for each rejected record (LINE is "
+                f"`{out}/rejects.txt`: `FILE:LINE REASON` for each rejected record (LINE is "
                 "1-based), files in name order, lines ascending."
             )
             deliverables.append(
-                "`/app/out/summary.json`: `files`, `records` (good records), `rejected`, "
+                f"`{out}/summary.json`: `files`, `records` (good records), `rejected`, "
                 "`total` (all good amounts, as a money string) and `mismatched` (the sorted "
                 "list of files whose STATUS is MISMATCH)."
             )
         body.append(csv_rule + "\n\nPlease produce:\n" + numbered(deliverables))
         program = None
         if language:
-            program = program_path(language, "/app/fw2csv")
+            program = program_path(language, f"/app/{tool_name}")
             body.append(
-                "We get such files every day, so I also want a converter program: `fw2csv "
+                f"We get such files every day, so I also want a converter program: `{tool_name} "
                 "LAYOUT FILE` prints the CSV of one file (header and good records, no `file` "
                 "column) to standard output. "
                 + _program_sentence(language, program)
@@ -1100,10 +1138,11 @@ class FixedWidth(Family):
             )
         instruction = "\n\n".join(body)
 
-        steps = ["mkdir -p /app/out", "cat /app/export/layout.txt"]
+        steps = [f"mkdir -p {out}", f"cat {layout_path}"]
         if language:
             source = {"python": _FW_PY, "bash": _FW_SH, "c": _FW_C}[language]
-            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
+            source = source.replace("@LEVEL@", str(level)).replace("fw2csv", tool_name)
+            steps.append(_program_step(language, program, source))
             steps.append(_build_step(language, program))
             tool = _invoke(language, program)
         else:
@@ -1111,52 +1150,49 @@ class FixedWidth(Family):
             tool = "bash /tmp/fw2csv.sh"
         if level >= 2:
             steps.append(_heredoc("/tmp/csvsum.awk", _FW_AWK))
-        layout_path = "/app/export/layout.txt"
         if level <= 2:
-            steps.append(f"{tool} {layout_path} /app/export/records.dat > /app/out/records.csv")
+            steps.append(f"{tool} {layout_path} {folder}/{names[0]} > {out}/records.csv")
         else:
             steps.append(
                 f"printf 'file,%s\\n' \"$({tool} {layout_path} /dev/null | head -n 1)\""
-                " > /app/out/records.csv"
+                f" > {out}/records.csv"
             )
-            for name in names:
-                stem = name.removesuffix(".dat")
+            for i, name in enumerate(names):
                 steps.append(
-                    f"{tool} {layout_path} /app/export/{name} > /tmp/{stem}.csv 2> /tmp/{stem}.rej"
+                    f"{tool} {layout_path} {folder}/{name} > /tmp/f{i}.csv 2> /tmp/f{i}.rej"
                 )
-                steps.append(
-                    f"tail -n +2 /tmp/{stem}.csv | sed 's/^/{name},/' >> /app/out/records.csv"
-                )
+                steps.append(f"tail -n +2 /tmp/f{i}.csv | sed 's/^/{name},/' >> {out}/records.csv")
         if level >= 2:
             steps.append(
-                "awk -v mode=dept -f /tmp/csvsum.awk /app/out/records.csv | LC_ALL=C sort -k1,1"
-                " > /app/out/dept_totals.txt"
+                f"awk -v mode=dept -v group={group} -f /tmp/csvsum.awk {out}/records.csv"
+                f" | LC_ALL=C sort -k1,1 > {out}/{group}_totals.txt"
             )
         if level >= 3:
             steps.append(
-                "for f in day-1 day-2 day-3; do"
-                " count=$(grep -c '^D' /app/export/$f.dat);"
-                " total=$(awk -f /tmp/csvsum.awk /tmp/$f.csv);"
-                " t=$(grep '^T' /app/export/$f.dat | tr -d '\\r');"
+                f"i=0; for n in {' '.join(names)}; do f={folder}/$n;"
+                " count=$(grep -c '^D' \"$f\");"
+                " total=$(awk -f /tmp/csvsum.awk /tmp/f$i.csv);"
+                " t=$(grep '^T' \"$f\" | tr -d '\\r');"
                 ' tc=$((10#${t:1:8})); tv=$((10#${t:10:13})); [ "${t:9:1}" = - ] && tv=$((-tv));'
                 ' c=${total//./}; if [ "${c:0:1}" = - ]; then cents=$((-10#${c#-}));'
                 " else cents=$((10#$c)); fi;"
                 ' status=MISMATCH; [ "$tc" -eq "$count" ] && [ "$tv" -eq "$cents" ]'
                 " && status=OK;"
-                ' echo "$f.dat $count $total $status"; done > /app/out/validation.txt'
+                f' echo "$n $count $total $status"; i=$((i + 1)); done > {out}/validation.txt'
             )
         if level >= 4:
             steps += [
-                'for f in day-1 day-2 day-3; do sed "s/^/$f.dat:/" /tmp/$f.rej; done'
-                " > /app/out/rejects.txt",
-                "records=$(($(wc -l < /app/out/records.csv) - 1))",
-                "rejected=$(wc -l < /app/out/rejects.txt)",
-                "total=$(awk -f /tmp/csvsum.awk /app/out/records.csv)",
+                "{ "
+                + " ".join(f'sed "s/^/{name}:/" /tmp/f{i}.rej;' for i, name in enumerate(names))
+                + f" }} > {out}/rejects.txt",
+                f"records=$(($(wc -l < {out}/records.csv) - 1))",
+                f"rejected=$(wc -l < {out}/rejects.txt)",
+                f"total=$(awk -f /tmp/csvsum.awk {out}/records.csv)",
                 'mismatched=$(awk \'$4 == "MISMATCH" {printf "%s\\"%s\\"", (n++ ? ", " :'
-                ' ""), $1}\' /app/out/validation.txt)',
+                f' ""), $1}}\' {out}/validation.txt)',
                 'printf \'{"files": 3, "records": %d, "rejected": %d, "total": "%s",'
                 ' "mismatched": [%s]}\\n\' "$records" "$rejected" "$total" "$mismatched"'
-                " > /app/out/summary.json",
+                f" > {out}/summary.json",
             ]
         solution = "\n".join(s for s in steps if s)
 
@@ -1164,10 +1200,21 @@ class FixedWidth(Family):
             "level": level,
             "hashes": hashes,
             "names": names,
+            "group": group,
             "code": language is not None,
             "cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
+        # the tests are written for the default paths; the drawn ones replace them
+        named = {
+            "/app/export/layout.txt": layout_path,
+            "/app/export": folder,
+            "/app/out": out,
+            "dept_totals": f"{group}_totals",
+        }
+        checks = _FW_TESTS
+        for default, chosen in named.items():
+            checks = checks.replace(default, chosen)
         tests = (
             _test_head(language, program)
             + "\n\n"
@@ -1186,7 +1233,7 @@ class FixedWidth(Family):
             )
             + "\n\n"
             + _settings(params)
-            + _FW_TESTS
+            + checks
         )
         return Draft(
             instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
@@ -1197,7 +1244,8 @@ _FW_TESTS = """
 LEVEL = CFG["level"]
 LAYOUT = fw_parse_layout(Path("/app/export/layout.txt").read_text())
 CONVERTED = {
-    n: fw_convert(Path("/app/export", n).read_bytes(), LAYOUT, LEVEL) for n in CFG["names"]
+    n: fw_convert(Path("/app/export", n).read_bytes(), LAYOUT, LEVEL, CFG["group"])
+    for n in CFG["names"]
 }
 
 
@@ -1218,19 +1266,19 @@ def test_inputs_untouched():
 def test_records_csv():
     header = [name for name, _s, _w, _k in LAYOUT]
     if LEVEL <= 2:
-        expected = fw_csv_text(header, CONVERTED["records.dat"][1])
+        expected = fw_csv_text(header, CONVERTED[CFG["names"][0]][1])
     else:
         expected = fw_csv(["file"] + header) + "\\n"
         expected += "".join(fw_csv([n] + row[0]) + "\\n" for n, row in good_rows())
     assert read_utf8("/app/out/records.csv") == expected, "records.csv is wrong"
 
 
-def test_dept_totals():
+def test_group_totals():
     if CFG["level"] >= 2:
         totals = {}
-        for _n, (_values, cents, dept) in good_rows():
-            totals[dept] = totals.get(dept, 0) + cents
-        expected = "".join(f"{d} {fw_money(c)}\\n" for d, c in sorted(totals.items()))
+        for _n, (_values, cents, key) in good_rows():
+            totals[key] = totals.get(key, 0) + cents
+        expected = "".join(f"{k} {fw_money(c)}\\n" for k, c in sorted(totals.items()))
         assert read("/app/out/dept_totals.txt") == expected, "dept_totals.txt is wrong"
 
 
@@ -1983,13 +2031,62 @@ fi
 """
 
 
+# The names a user would pick for the folders, files and program, and how strict to be.
+_EF_INBOXES = ("inbox", "incoming", "drops", "vendor_files", "landing")
+_EF_DESTS = ("utf8", "clean", "converted", "normalized")
+_EF_OUTS = ("out", "reports", "results")
+_EF_REPORTS = ("encodings.txt", "detected.txt", "charsets.txt")
+_EF_PROGRAMS = ("toutf8", "fixenc", "recode_utf8", "normalize_text")
+_EF_SENDERS = ("northwind", "bluepeak", "kestrel", "lindqvist", "oakmont", "tamarind", "vega")
+_EF_STEMS = (
+    "orders",
+    "stock",
+    "prices",
+    "customers",
+    "notes",
+    "returns",
+    "catalogue",
+    "availability",
+    "products",
+    "invoices",
+    "rates",
+    "contacts",
+)
+_EF_THRESHOLDS = {1: (0.6, 0.65, 0.7), 2: (0.75, 0.8), 3: (0.85, 0.9), 4: (1.0,)}
+_EF_LEADS = (
+    "Tell the encodings apart like this:",
+    "Decide each file's encoding by these checks, in this order:",
+    "Work out the encoding of each file as follows:",
+    "This is how to recognise which encoding a file uses:",
+)
+_EF_PROGRAM_INTROS = (
+    "New drops arrive daily, so I also want a converter program",
+    "More files come in every night, so I also need this as a program",
+    "Our nightly import job should do the conversion itself, so please also write a program",
+    "Since the senders will not change their systems, I also want a reusable converter",
+)
+_EF_OPENERS = (
+    "The text files other organisations send us land in {tree}, each in whatever encoding "
+    "the sender's system happens to use.",
+    "Files from our partners arrive in {tree}, and half of them show garbled characters when "
+    "we open them.",
+    "Everything that lands in {tree} has to be readable as UTF-8 before our import jobs touch "
+    "it, but the senders use all sorts of encodings.",
+    "Our import scripts choke on the files in {tree}: every sender writes text in a different "
+    "encoding.",
+    "I keep finding mojibake in the files that arrive in {tree}, because every sender picks "
+    "its own encoding.",
+)
+
+
 @register
 class EncodingFix(Family):
     """Normalise vendor text files in mixed legacy encodings (BOMs, UTF-16, windows-1252,
     latin-1) to clean UTF-8; levels add CRLF endings and an encoding report, nested folders
     and DOS end-of-file markers, and a manifest with a JSON summary. metric_threshold scores
-    the share of files converted exactly (tightening with the level); code asks for a
-    converter program run on fresh files."""
+    the share of files converted exactly (a drawn bar, tightening with the level); code asks
+    for a converter program run on fresh files. Folder, file and program names are drawn
+    per task."""
 
     name = "file_operations.encoding_fix"
     domain = "file_operations"
@@ -1998,8 +2095,8 @@ class EncodingFix(Family):
     languages = frozenset({"python", "bash"})
     rules = (
         Rule("convert", (r"Write each file, decoded accordingly, to the same relative path under "
-                         r"`/app/utf8/` as UTF-8 without a BOM",),
-             (r"def test_converted_files\(",)),
+                         r"`(?P<dest>/app/\w+)/` as UTF-8 without a BOM",),
+             (r"def test_converted_files\(", r'out = Path\("{dest}", path\)')),
         Rule("detect_bom", (r"a file starting with the bytes EF BB BF is UTF-8 with a BOM",),
              (r'if data\.startswith\(b"\\xef\\xbb\\xbf"\)',)),
         Rule("detect_utf8", (r"otherwise, a file that is valid UTF-8 is UTF-8",),
@@ -2008,24 +2105,27 @@ class EncodingFix(Family):
              (r"if any\(0x80 <= b <= 0x9F for b in data\)",)),
         Rule("all_exact", (r"Every file must be converted exactly\.",),
              (r'need = CFG\["threshold"\] if CFG\["metric"\] else 1\.0',), when={"metric": False}),
-        Rule("share_exact", (r"I need at least \d+% of the files converted exactly right",),
+        Rule("share_exact", (r"I need at least (?P<percent>\d+)% of the files converted exactly "
+                             r"right",),
              (r'need = CFG\["threshold"\] if CFG\["metric"\] else 1\.0',), when={"metric": True}),
-        Rule("inputs_untouched", (r"Leave the originals in `/app/inbox/` as they are",),
-             (r"def test_inputs_untouched\(",)),
+        Rule("inputs_untouched", (r"Leave the originals in `(?P<inbox>/app/\w+)/` as they are",),
+             (r"def test_inputs_untouched\(", r'Path\("{inbox}", p\)\.read_bytes\(\)')),
         Rule("crlf", (r"CRLF line endings turned into LF",),
              (r'text = text\.replace\("\\r\\n", "\\n"\)',), levels=frozenset({2, 3, 4})),
-        Rule("encodings_txt", (r"`/app/out/encodings\.txt`: `PATH ENCODING`",),
-             (r"assert paths == list\(SOURCES\)",), levels=frozenset({2, 3, 4})),
+        Rule("encodings_txt", (r"`(?P<report>/app/\w+/\w+\.txt)`: `PATH ENCODING`",),
+             (r"assert paths == list\(SOURCES\)", r'read\("{report}"\)\.splitlines\(\)'),
+             levels=frozenset({2, 3, 4})),
         Rule("eof_marker",
              (r"a final U\+001A character \(the old DOS end-of-file marker\) removed",),
              (r'if level >= 3 and text\.endswith\("\\x1a"\)',), levels=frozenset({3, 4})),
-        Rule("manifest_tsv", (r"`/app/out/manifest\.tsv`",), (r'read\("/app/out/manifest\.tsv"\)',),
-             levels=frozenset({4})),
-        Rule("summary_json", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
-             levels=frozenset({4})),
+        Rule("manifest_tsv", (r"`(?P<out>/app/\w+)/manifest\.tsv`",),
+             (r'read\("{out}/manifest\.tsv"\)',), levels=frozenset({4})),
+        Rule("summary_json", (r"`(?P<out>/app/\w+)/summary\.json`",),
+             (r'read\("{out}/summary\.json"\)',), levels=frozenset({4})),
         Rule("program",
-             (r"given one file's path it writes the converted bytes to standard output",),
-             (r"def test_converter_on_fresh_files\(",), when={"code": True}),
+             (r"given one file's path it writes the converted bytes to standard output\. Write it "
+              r"in [^`]+ at `(?P<src>/app/\w+\.(?:py|sh))`",),
+             (r"def test_converter_on_fresh_files\(", r"SRC = '{src}'"), when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
         "detect legacy file encodings and convert them to UTF-8": "detect_legacy",
@@ -2036,17 +2136,31 @@ class EncodingFix(Family):
         rng, level = ctx.rng, ctx.level
         language = _code_language(ctx)
         metric = ctx.verifier_kind == "metric_threshold"
-        threshold = {1: 0.6, 2: 0.75, 3: 0.9, 4: 1.0}[level]
+        threshold = rng.choice(_EF_THRESHOLDS[level])
         count = {1: 6, 2: 10, 3: 14, 4: 18}[level]
-        folders = [""] if level <= 2 else ["acme/", "globex/", "initech/2023/"]
+        inbox = "/app/" + rng.choice(_EF_INBOXES)
+        dest = "/app/" + rng.choice(_EF_DESTS)
+        out = "/app/" + rng.choice(_EF_OUTS)
+        report = f"{out}/{rng.choice(_EF_REPORTS)}"
+        tool_name = rng.choice(_EF_PROGRAMS)
+        opener = rng.choice(_EF_OPENERS)
+        lead = rng.choice(_EF_LEADS)
+        program_intro = rng.choice(_EF_PROGRAM_INTROS)
+        stems = rng.sample(_EF_STEMS, 6)
+        if level <= 2:
+            folders = [""]
+        else:
+            senders = rng.sample(_EF_SENDERS, 3)
+            year = rng.randint(2019, 2024)
+            folders = [f"{senders[0]}/", f"{senders[1]}/", f"{senders[2]}/{year}/"]
+        base = inbox.removeprefix("/app/")
         files: dict[str, str | bytes] = {}
         kinds = list(EF_KINDS) * 4
         rng.shuffle(kinds)
         for i in range(count):
             data, _kind = ef_file(rng, level, kinds[i])
-            stem = rng.choice(["orders", "stock", "prices", "customers", "notes", "returns"])
-            files[f"inbox/{rng.choice(folders)}{stem}-{i:02d}.txt"] = data
-        paths = sorted(rel.removeprefix("inbox/") for rel in files)
+            files[f"{base}/{rng.choice(folders)}{rng.choice(stems)}-{i:02d}.txt"] = data
+        paths = sorted(rel.removeprefix(f"{base}/") for rel in files)
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
 
         rules = [
@@ -2064,62 +2178,62 @@ class EncodingFix(Family):
             cleanup.append(
                 "a final U+001A character (the old DOS end-of-file marker) removed, if present"
             )
-        tree = "`/app/inbox/` (with subfolders)" if level >= 3 else "`/app/inbox/`"
+        tree = f"`{inbox}/` (with subfolders)" if level >= 3 else f"`{inbox}/`"
         goal = (
             f"I need at least {threshold:.0%} of the files converted exactly right."
             if metric
             else "Every file must be converted exactly."
         )
         body = [
-            f"Our vendors drop text files in {tree} in whatever encoding their systems use. "
-            "Tell the encodings apart like this:\n"
+            opener.format(tree=tree)
+            + f" {lead}\n"
             + bullets(rules)
-            + "\n\nWrite each file, decoded accordingly, to the same relative path under "
-            "`/app/utf8/` as "
+            + f"\n\nWrite each file, decoded accordingly, to the same relative path under "
+            f"`{dest}/` as "
             + ", ".join(cleanup)
             + ". "
             + goal
-            + " Leave the originals in `/app/inbox/` as they are."
+            + f" Leave the originals in `{inbox}/` as they are."
         ]
         deliverables = []
         if level >= 2:
             deliverables.append(
-                "`/app/out/encodings.txt`: `PATH ENCODING` for every file (PATH relative to "
-                "`/app/inbox`, ENCODING one of the names above), sorted by path."
+                f"`{report}`: `PATH ENCODING` for every file (PATH relative to `{inbox}`, "
+                "ENCODING one of the names above), sorted by path."
             )
         if level >= 4:
             deliverables.append(
-                "`/app/out/manifest.tsv`: `PATH<TAB>ENCODING<TAB>LINES<TAB>SHA256` per file, "
+                f"`{out}/manifest.tsv`: `PATH<TAB>ENCODING<TAB>LINES<TAB>SHA256` per file, "
                 "sorted by path: LINES counts the newline characters of the converted file, "
                 "SHA256 is the hex digest of the converted file."
             )
             deliverables.append(
-                "`/app/out/summary.json`: `files`, `by_encoding` (encoding → number of files) "
+                f"`{out}/summary.json`: `files`, `by_encoding` (encoding → number of files) "
                 "and `bytes` (total size of the converted files)."
             )
         if deliverables:
             body.append("Also write:\n" + numbered(deliverables))
         program = None
         if language:
-            program = program_path(language, "/app/toutf8")
+            program = program_path(language, f"/app/{tool_name}")
             share = (
                 f"at least {threshold:.0%} of them exactly right"
                 if metric
                 else "all of them exactly right"
             )
             body.append(
-                "New drops arrive daily, so I also want a converter program: given one file's "
-                "path it writes the converted bytes to standard output. "
+                f"{program_intro}: given one file's path it writes the converted bytes to "
+                "standard output. "
                 + _program_sentence(language, program)
                 + f" It will be tried on files you have not seen and must get {share}."
             )
         instruction = "\n\n".join(body)
 
-        steps = ["mkdir -p /app/utf8 /app/out"]
+        steps = [f"mkdir -p {dest} {out}"]
         if level >= 2:
-            steps.append("find /app/inbox -type f -exec file -b {} + | sort | uniq -c")
+            steps.append(f"find {inbox} -type f -exec file -b {{}} + | sort | uniq -c")
         if level >= 4:
-            steps.append("find /app/inbox -type f | wc -l")
+            steps.append(f"find {inbox} -type f | wc -l")
         if language:
             source = {"python": _EF_PY, "bash": _EF_SH}[language]
             steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
@@ -2128,30 +2242,30 @@ class EncodingFix(Family):
             steps.append(_heredoc("/tmp/toutf8.sh", _EF_SH.replace("@LEVEL@", str(level))))
             tool = "bash /tmp/toutf8.sh"
         steps.append(
-            "cd /app/inbox && find . -type f | sed 's|^\\./||' | LC_ALL=C sort > /tmp/files.txt"
+            f"cd {inbox} && find . -type f | sed 's|^\\./||' | LC_ALL=C sort > /tmp/files.txt"
         )
         steps.append(
-            'while IFS= read -r f; do mkdir -p "/app/utf8/$(dirname "$f")";'
-            f' {tool} "/app/inbox/$f" > "/app/utf8/$f"; done < /tmp/files.txt'
+            f'while IFS= read -r f; do mkdir -p "{dest}/$(dirname "$f")";'
+            f' {tool} "{inbox}/$f" > "{dest}/$f"; done < /tmp/files.txt'
         )
         if level >= 2:
             steps.append(
-                f'while IFS= read -r f; do echo "$f $({tool} --detect "/app/inbox/$f")";'
-                " done < /tmp/files.txt > /app/out/encodings.txt"
+                f'while IFS= read -r f; do echo "$f $({tool} --detect "{inbox}/$f")";'
+                f" done < /tmp/files.txt > {report}"
             )
         if level >= 4:
             steps += [
                 'while read -r f enc; do printf \'%s\\t%s\\t%s\\t%s\\n\' "$f" "$enc"'
-                ' "$(tr -dc \'\\n\' < "/app/utf8/$f" | wc -c)"'
-                ' "$(sha256sum < "/app/utf8/$f" | cut -d\' \' -f1)";'
-                " done < /app/out/encodings.txt > /app/out/manifest.tsv",
-                "files=$(wc -l < /app/out/manifest.tsv)",
-                "bytes=$(find /app/utf8 -type f -exec cat {} + | wc -c)",
+                f' "$(tr -dc \'\\n\' < "{dest}/$f" | wc -c)"'
+                f' "$(sha256sum < "{dest}/$f" | cut -d\' \' -f1)";'
+                f" done < {report} > {out}/manifest.tsv",
+                f"files=$(wc -l < {out}/manifest.tsv)",
+                f"bytes=$(find {dest} -type f -exec cat {{}} + | wc -c)",
                 'by=$(awk \'{n[$2]++} END {for (e in n) printf "%s\\"%s\\": %d",'
-                ' (k++ ? ", " : ""), e, n[e]}\' /app/out/encodings.txt)',
+                f' (k++ ? ", " : ""), e, n[e]}}\' {report})',
                 'printf \'{"files": %d, "by_encoding": {%s}, "bytes": %d}\\n\' "$files"'
-                ' "$by" "$bytes" > /app/out/summary.json',
-                "python3 -m json.tool /app/out/summary.json",
+                f' "$by" "$bytes" > {out}/summary.json',
+                f"python3 -m json.tool {out}/summary.json",
             ]
         solution = "\n".join(s for s in steps if s)
 
@@ -2164,6 +2278,16 @@ class EncodingFix(Family):
             "threshold": threshold,
             "fresh": {1: 8, 2: 12, 3: 16, 4: 20}[level],
         }
+        # the tests are written for the default paths; the drawn ones replace them
+        named = {
+            "/app/inbox": inbox,
+            "/app/utf8": dest,
+            "/app/out/encodings.txt": report,
+            "/app/out": out,
+        }
+        checks = _EF_TESTS
+        for default, chosen in named.items():
+            checks = checks.replace(default, chosen)
         tests = (
             _test_head(language, program)
             + "\n\n"
@@ -2171,7 +2295,7 @@ class EncodingFix(Family):
             + _sources(ef_text, ef_file, ef_detect, ef_convert)
             + "\n\n"
             + _settings(params)
-            + _EF_TESTS
+            + checks
         )
         return Draft(
             instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files

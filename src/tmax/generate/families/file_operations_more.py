@@ -156,11 +156,12 @@ import os
 import re
 import sys
 
-for path in sys.argv[1:]:
+# Usage: tojson.py OUT_DIR CSV... -> OUT_DIR/STEM.json for every STEM.csv
+for path in sys.argv[2:]:
     with open(path, encoding="utf-8") as handle:
         records = as_records(handle.read())
     stem = os.path.basename(path)[: -len(".csv")]
-    with open(f"/app/out/json/{stem}.json", "w", encoding="utf-8") as out:
+    with open(os.path.join(sys.argv[1], stem + ".json"), "w", encoding="utf-8") as out:
         json.dump(records, out, ensure_ascii=False, indent=1)
 """
 
@@ -172,13 +173,14 @@ def expected():
 
 def test_originals_untouched():
     for name in CFG["files"]:
-        with open("/app/data/" + name, "rb") as handle:
-            assert handle.read() == pristine(name), f"/app/data/{name} was modified"
+        path = os.path.join(CFG["data"], name)
+        with open(path, "rb") as handle:
+            assert handle.read() == pristine(name), f"{path} was modified"
 
 
 def test_clean_copies():
     for name, (text, _, _) in expected().items():
-        path = f"/app/out/clean/{name}"
+        path = os.path.join(CFG["clean"], name)
         assert os.path.isfile(path), f"{path} was not written"
         with open(path, "rb") as handle:
             got = handle.read()
@@ -190,20 +192,19 @@ def test_report_and_json():
     if CFG["level"] >= 2:
         want = "".join(f"{n} {e} {l} {len(as_records(t))}\n"
                        for n, (t, e, l) in sorted(exp.items()))
-        got = read("/app/out/report.txt")
-        assert got == want, f"report.txt:\nexpected\n{want}\ngot\n{got}"
+        got = read(CFG["report"])
+        assert got == want, f"{CFG['report']}:\nexpected\n{want}\ngot\n{got}"
     if CFG["level"] >= 3:
         for name, (text, _, _) in exp.items():
-            path = "/app/out/json/" + name[: -len(".csv")] + ".json"
+            path = os.path.join(CFG["json"], name[: -len(".csv")] + ".json")
             got = json.loads(read(path))
             assert got == as_records(text), f"{path} does not hold the rows of {name}"
     if CFG["level"] >= 4:
-        got = json.loads(read("/app/out/summary.json"))
+        got = json.loads(read(CFG["summary"]))
         want = {"files": len(exp), "rows": sum(len(as_records(t)) for t, _, _ in exp.values()),
                 "converted": sorted(n for n, (_, e, _) in exp.items() if e == "latin-1")}
-        assert got == want, f"summary.json should be {want}, got {got}"
-        check_manifest("/app/out/checksums.sha256",
-                       ["/app/out/clean/" + n for n in sorted(exp)])
+        assert got == want, f"{CFG['summary']} should be {want}, got {got}"
+        check_manifest(CFG["checksums"], [os.path.join(CFG["clean"], n) for n in sorted(exp)])
 
 
 def random_text(rng):
@@ -249,10 +250,38 @@ _PEOPLE = [
 ]
 
 
+_NORM_STEMS = ["clients", "refunds", "branch_north", "payroll", "vendors", "donors", "tenants"]
+_NORM_STEMS += ["admissions", "suppliers", "orders", "members", "invoices", "lab_results"]
+_NORM_DATA_DIRS = ["data", "exports", "legacy", "incoming", "dumps"]
+_NORM_OUT_DIRS = ["out", "output", "converted", "results"]
+_NORM_PROGRAMS = ["normalize", "to_utf8", "fix_text"]
+_NORM_OPENERS = [
+    "The CSV exports in {folder} come from {count} different legacy systems: some are "
+    "Latin-1, some UTF-8 (maybe with a BOM), some have Windows line endings.",
+    "I copied {names} from the old systems into {folder}, and no two of them agree: Latin-1 "
+    "or UTF-8 (sometimes with a BOM), CR LF or LF line endings.",
+    "Before anything new can read the {count} exports in {folder} ({names}), they need one "
+    "encoding and one line-ending style; the old systems wrote Latin-1 or UTF-8 with the "
+    "odd BOM, and some used Windows line endings.",
+    "Each of the legacy exports in {folder} ({names}) was written its own way: Latin-1 or "
+    "UTF-8, maybe a byte-order mark, Windows or Unix line endings.",
+    "Our import keeps choking on the CSV files in {folder}: {names} come from old systems "
+    "that mix Latin-1 and UTF-8 (some with a BOM) and CR LF and LF line endings.",
+]
+# Each legacy system named its columns its own way (same meaning, same order).
+_NORM_HEADERS = [
+    ("id", "ref", "record_no", "key"),
+    ("name", "customer", "contact", "full_name"),
+    ("city", "town", "site", "location"),
+    ("amount", "total", "balance", "value"),
+    ("note", "comment", "remarks", "memo"),
+]
+
+
 def _legacy_csv(rng, level: int, with_bom: bool) -> str:
-    header = ["id", "name", "city", "amount"]
-    if level >= 3:
-        header.append("note")
+    header = [rng.choice(options) for options in _NORM_HEADERS]
+    if level < 3:
+        header.pop()
     rows = [",".join(header)]
     for i in range(rng.randint(4, 6) + 2 * level):
         name, city = rng.choice(_PEOPLE)
@@ -277,21 +306,22 @@ class BatchNormalize(Family):
     rules = (
         Rule("originals_untouched", (r"Leave the originals alone",),
              (r"def test_originals_untouched\(",)),
-        Rule("clean_copies", (r"`/app/out/clean/NAME` for every `/app/data/NAME`",),
+        Rule("clean_copies", (r"`/app/\w+/\w+/NAME` for every `/app/\w+/NAME`",),
              (r"def test_clean_copies\(",)),
         Rule("legacy_to_utf8", (r"A file that is valid UTF-8 is UTF-8, anything else is Latin-1",),
              (r'got == text\.encode\("utf-8"\)',)),
         Rule("crlf_to_lf", (r"every CR LF pair becomes LF",),
              (r'text\.replace\("\\r\\n", "\\n"\)',)),
-        Rule("report", (r"`/app/out/report\.txt`: one line `NAME ENCODING ENDINGS ROWS`",),
-             (r'read\("/app/out/report\.txt"\)',), levels=frozenset({2, 3, 4})),
-        Rule("csv_to_json", (r"`/app/out/json/STEM\.json` for every `STEM\.csv`",),
-             (r'path = "/app/out/json/"',), levels=frozenset({3, 4})),
-        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
-             levels=frozenset({4})),
-        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
-             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
-        Rule("program", (r"reusable .+? program at `/app/normalize",),
+        Rule("report", (r"`/app/\w+/\w+\.txt`: one line `NAME ENCODING ENDINGS ROWS`",),
+             (r'read\(CFG\["report"\]\)',), levels=frozenset({2, 3, 4})),
+        Rule("csv_to_json", (r"`/app/\w+/\w+/STEM\.json` for every `STEM\.csv`",),
+             (r'path = os\.path\.join\(CFG\["json"\]',), levels=frozenset({3, 4})),
+        Rule("summary", (r'`/app/\w+/\w+\.json`: `\{"files": F, "rows": R, "converted"',),
+             (r'read\(CFG\["summary"\]\)',), levels=frozenset({4})),
+        Rule("checksums",
+             (r"`/app/\w+/(?:checksums\.sha256|SHA256SUMS|clean\.sha256)`: sha256sum",),
+             (r'check_manifest\(CFG\["checksums"\]',), levels=frozenset({4})),
+        Rule("program", (r"reusable .+? program at `/app/(?:normalize|to_utf8|fix_text)\.",),
              (r"def test_program_fresh\(",), when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
@@ -301,8 +331,15 @@ class BatchNormalize(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        stems = rng.sample(["clients", "refunds", "branch_north", "payroll", "vendors"], 4)
+        stems = rng.sample(_NORM_STEMS, 4)
         names = [f"{s}.csv" for s in stems[: level + 1 if level < 4 else 4]]
+        data_dir = "/app/" + rng.choice(_NORM_DATA_DIRS)
+        out = "/app/" + rng.choice(_NORM_OUT_DIRS)
+        clean = f"{out}/{rng.choice(['clean', 'utf8', 'fixed', 'normalized'])}"
+        json_dir = f"{out}/{rng.choice(['json', 'records', 'rows'])}"
+        report = f"{out}/{rng.choice(['report.txt', 'encodings.txt', 'inventory.txt'])}"
+        summary = f"{out}/{rng.choice(['summary.json', 'totals.json', 'overview.json'])}"
+        checksums = f"{out}/{rng.choice(['checksums.sha256', 'SHA256SUMS', 'clean.sha256'])}"
         files: dict[str, str | bytes] = {}
         pristine: dict[str, str | bytes] = {}
         encs = ["latin-1", "utf-8"] + [rng.choice(["latin-1", "utf-8"]) for _ in names]
@@ -313,52 +350,55 @@ class BatchNormalize(Family):
             if crlf:
                 text = text.replace("\n", "\r\n")
             data = text.encode(enc)
-            files[f"data/{name}"] = data
+            files[f"{data_dir.removeprefix('/app/')}/{name}"] = data
             pristine[f"pristine/{name}"] = data
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         lang = ctx.language if code else "bash"
-        prog = program_path(lang, "/app/normalize")
+        prog = program_path(lang, "/app/" + rng.choice(_NORM_PROGRAMS))
         cfg = {
             "level": level,
             "files": names,
+            "data": data_dir,
+            "clean": clean,
+            "json": json_dir,
+            "report": report,
+            "summary": summary,
+            "checksums": checksums,
             "lang": lang,
             "program": prog,
             "code": code,
             "fresh": 4 if ctx.verifier_kind == "exact_text" else 10 * level + 10,
         }
         asks = [
-            "`/app/out/clean/NAME` for every `/app/data/NAME`: the same content as UTF-8 with "
+            f"`{clean}/NAME` for every `{data_dir}/NAME`: the same content as UTF-8 with "
             "LF line endings. A file that is valid UTF-8 is UTF-8, anything else is "
             "Latin-1 (ISO-8859-1); a leading UTF-8 byte-order mark is dropped; every CR LF "
             "pair becomes LF (nothing else changes)"
         ]
         if level >= 2:
             asks.append(
-                "`/app/out/report.txt`: one line `NAME ENCODING ENDINGS ROWS` per input, sorted "
+                f"`{report}`: one line `NAME ENCODING ENDINGS ROWS` per input, sorted "
                 "by name, with ENCODING `utf-8` or `latin-1`, ENDINGS `crlf` if the file "
                 "contains any CR LF pair else `lf`, and ROWS the number of data records "
                 "(header excluded)"
             )
         if level >= 3:
             asks.append(
-                "`/app/out/json/STEM.json` for every `STEM.csv`: a JSON array with one object "
+                f"`{json_dir}/STEM.json` for every `STEM.csv`: a JSON array with one object "
                 "per record, keyed by the header fields (standard CSV quoting applies); a value "
                 "that is an optionally negative run of digits becomes a JSON integer, "
                 "everything else stays a string"
             )
         if level >= 4:
             asks.append(
-                '`/app/out/summary.json`: `{"files": F, "rows": R, "converted": [...]}` where '
+                f'`{summary}`: `{{"files": F, "rows": R, "converted": [...]}}` where '
                 "converted lists the sorted names of the inputs that were Latin-1"
             )
-            asks.append(
-                "`/app/out/checksums.sha256`: sha256sum lines for every file in /app/out/clean"
-            )
-        body = (
-            f"The CSV exports in /app/data come from {len(names)} different legacy systems: "
-            "some are Latin-1, some UTF-8 (maybe with a BOM), some have Windows line "
-            "endings. Leave the originals alone and give me:\n\n" + bullets(asks)
+            asks.append(f"`{checksums}`: sha256sum lines for every file in {clean}")
+        opener = rng.choice(_NORM_OPENERS).format(
+            folder=data_dir, count=len(names), names=", ".join(names)
         )
+        body = opener + " Leave the originals alone and give me:\n\n" + bullets(asks)
         if code:
             body += (
                 f"\n\nPlease also keep the normalisation as a reusable {LANGUAGE_NAMES[lang]} "
@@ -370,42 +410,42 @@ class BatchNormalize(Family):
             source = "import io\nimport re\n" + source
         tool = prog if code else "/tmp/normalize.sh"
         run = _run(lang, tool)
-        lines = ["mkdir -p /app/out/clean", heredoc(tool, source)]
+        lines = [f"mkdir -p {clean}", heredoc(tool, source)]
         if lang == "c":
             lines.append(f"gcc -O2 -std=c11 -o /tmp/prog {tool}")
         lines += [
-            "for f in /app/data/*.csv; do",
-            f'  {run} "$f" > "/app/out/clean/$(basename "$f")"',
+            f"for f in {data_dir}/*.csv; do",
+            f'  {run} "$f" > "{clean}/$(basename "$f")"',
             "done",
         ]
         if level >= 2:
             lines += [
-                "for f in /app/data/*.csv; do",
+                f"for f in {data_dir}/*.csv; do",
                 '  n=$(basename "$f")',
                 '  if iconv -f UTF-8 -t UTF-8 "$f" > /dev/null 2>&1; then e=utf-8; '
                 "else e=latin-1; fi",
                 "  if grep -q $'\\r$' \"$f\"; then l=crlf; else l=lf; fi",
                 "  r=$(python3 -c 'import csv, sys; print(len(list(csv.reader(open(sys.argv[1],"
-                ' encoding="utf-8")))) - 1)\' "/app/out/clean/$n")',
+                f' encoding="utf-8")))) - 1)\' "{clean}/$n")',
                 '  echo "$n $e $l $r"',
-                "done | LC_ALL=C sort > /app/out/report.txt",
+                f"done | LC_ALL=C sort > {report}",
             ]
         if level >= 3:
             lines += [
-                "mkdir -p /app/out/json",
+                f"mkdir -p {json_dir}",
                 heredoc("/tmp/tojson.py", _NORM_ORACLE + _TOJSON_PY),
-                "python3 /tmp/tojson.py /app/out/clean/*.csv",
+                f"python3 /tmp/tojson.py {json_dir} {clean}/*.csv",
             ]
         if level >= 4:
             lines += [
-                "files=$(wc -l < /app/out/report.txt)",
-                "rows=$(awk '{s += $4} END {print s + 0}' /app/out/report.txt)",
+                f"files=$(wc -l < {report})",
+                f"rows=$(awk '{{s += $4}} END {{print s + 0}}' {report})",
                 'conv=$(awk \'$2 == "latin-1" {printf "%s\\"%s\\"", (k++ ? ", " : ""), '
-                "$1}' /app/out/report.txt)",
+                f"$1}}' {report})",
                 'echo "{\\"files\\": $files, \\"rows\\": $rows, \\"converted\\": [$conv]}" '
-                "> /app/out/summary.json",
-                "(cd /app/out/clean && sha256sum *.csv > /app/out/checksums.sha256)",
-                "cat /app/out/summary.json",
+                f"> {summary}",
+                f"(cd {clean} && sha256sum *.csv > {checksums})",
+                f"cat {summary}",
             ]
         extra = "\nimport csv\nimport io\nimport re\n" + _PRISTINE + _NORM_ORACLE
         tests: dict[str, str | bytes] = {"test_task.py": test_file(cfg, _NORM_TESTS, extra)}
@@ -783,29 +823,30 @@ awk 'FILENAME == ARGV[1] {want[$2] = $1; next} {have[$2] = $1}
 _ARCH_TESTS = r"""
 
 def expected():
-    manifest = pristine("MANIFEST.sha256").decode("utf-8")
+    manifest = pristine(CFG["manifest"]).decode("utf-8")
     paths = [os.path.join(HERE, "pristine", os.path.basename(a)) for a in CFG["archives"]]
     return audit(manifest, paths)
 
 
 def test_deliveries_untouched():
-    for name in ["MANIFEST.sha256"] + [os.path.basename(a) for a in CFG["archives"]]:
-        with open("/app/incoming/" + name, "rb") as handle:
-            assert handle.read() == pristine(name), f"/app/incoming/{name} was modified"
+    for name in [CFG["manifest"]] + [os.path.basename(a) for a in CFG["archives"]]:
+        path = os.path.join(CFG["incoming"], name)
+        with open(path, "rb") as handle:
+            assert handle.read() == pristine(name), f"{path} was modified"
 
 
 def test_audit_report():
     status, _ = expected()
     want = audit_text(status)
-    got = read("/app/out/audit.txt")
-    assert got == want, f"audit.txt:\nexpected\n{want}\ngot\n{got}"
+    got = read(CFG["report"])
+    assert got == want, f"{CFG['report']}:\nexpected\n{want}\ngot\n{got}"
 
 
 def test_repack():
     if not CFG["repack"]:
         return
     status, have = expected()
-    path = "/app/out/verified.tar.gz"
+    path = CFG["verified"]
     assert os.path.isfile(path), f"{path} was not written"
     with open(path, "rb") as handle:
         assert handle.read(2) == b"\x1f\x8b", f"{path} is not gzip-compressed"
@@ -826,7 +867,7 @@ def test_level4():
     if CFG["level"] >= 4:
         status, have = expected()
         for name, s in status.items():
-            path = os.path.join("/app/out/quarantine", name)
+            path = os.path.join(CFG["quarantine"], name)
             if s in ("CORRUPT", "EXTRA"):
                 assert os.path.isfile(path), f"{path} should hold the {s} member"
                 with open(path, "rb") as handle:
@@ -836,10 +877,9 @@ def test_level4():
         counts = {k.lower(): 0 for k in ("OK", "CORRUPT", "MISSING", "EXTRA")}
         for s in status.values():
             counts[s.lower()] += 1
-        got = json.loads(read("/app/out/summary.json"))
-        assert got == counts, f"summary.json should be {counts}, got {got}"
-        check_manifest("/app/out/checksums.sha256",
-                       ["/app/out/audit.txt", "/app/out/verified.tar.gz", "/app/out/summary.json"])
+        got = json.loads(read(CFG["summary"]))
+        assert got == counts, f"{CFG['summary']} should be {counts}, got {got}"
+        check_manifest(CFG["checksums"], [CFG["report"], CFG["verified"], CFG["summary"]])
 
 
 def random_case(rng, folder, index):
@@ -917,6 +957,28 @@ def _zip_bytes(members: dict[str, bytes]) -> bytes:
     return raw.getvalue()
 
 
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+_ARCH_INCOMING = ["incoming", "delivery", "inbound", "received", "dropbox"]
+_ARCH_MANIFESTS = ["MANIFEST.sha256", "manifest.sha256", "SHA256SUMS.txt", "checksums.txt"]
+_ARCH_STEMS = ["delivery", "batch", "drop", "shipment", "transfer"]
+_ARCH_PROGRAMS = ["audit", "check_delivery", "verify_archives"]
+_ARCH_OPENERS = [
+    "This delivery arrived in {incoming}: {listed}, together with {manifest} (sha256sum "
+    "format, member paths).",
+    "Before I accept what landed in {incoming} ({listed}), I need it checked against "
+    "{manifest}, a sha256sum list of member paths.",
+    "I am not sure every file inside {listed} in {incoming} came through intact; {manifest} "
+    "gives the sha256 of each member path that should be there (sha256sum format).",
+    "The latest transfer left {listed} in {incoming}, with the checksum manifest {manifest} "
+    "(sha256sum lines naming member paths).",
+    "Every delivery to {incoming} comes with a manifest of member paths in sha256sum "
+    "format; this one is {listed} with {manifest}.",
+]
+
+
 @register
 class ArchiveAudit(Family):
     """Audit delivered archives (tar.gz, zip, tar.xz by level) against a sha256 manifest,
@@ -931,19 +993,21 @@ class ArchiveAudit(Family):
     rules = (
         Rule("deliveries_untouched", (r"Don't modify the deliveries",),
              (r"def test_deliveries_untouched\(",)),
-        Rule("audit_manifest", (r"`/app/out/audit\.txt`: one line `STATUS NAME`",),
+        Rule("audit_manifest", (r"`/app/\w+/\w+\.txt`: one line `STATUS NAME`",),
              (r"def test_audit_report\(",)),
-        Rule("repack_verified", (r"`/app/out/verified\.tar\.gz`: a gzip-compressed tar",),
+        Rule("repack_verified", (r"`/app/\w+/\w+\.tar\.gz`: a gzip-compressed tar",),
              (r"def test_repack\(",), when={"repack": True}),
         Rule("ratio_limit", (r"it must be at most \d+% of the members' total size",),
-             (r'ratio <= CFG\["ratio"\]',), when={"ratio": 0.3}),
-        Rule("quarantine", (r"`/app/out/quarantine/NAME`: every CORRUPT or EXTRA member",),
-             (r'os\.path\.join\("/app/out/quarantine", name\)',), levels=frozenset({4})),
-        Rule("summary", (r"`/app/out/summary\.json`",), (r'read\("/app/out/summary\.json"\)',),
-             levels=frozenset({4})),
-        Rule("checksums", (r"`/app/out/checksums\.sha256`",),
-             (r'check_manifest\("/app/out/checksums\.sha256"',), levels=frozenset({4})),
-        Rule("program", (r"reusable .+? program at `/app/audit",),
+             (r'ratio <= CFG\["ratio"\]',), when={"limited": True}),
+        Rule("quarantine", (r"`/app/\w+/\w+/NAME`: every CORRUPT or EXTRA member",),
+             (r'os\.path\.join\(CFG\["quarantine"\], name\)',), levels=frozenset({4})),
+        Rule("summary", (r'`/app/\w+/\w+\.json`: `\{"ok": A, "corrupt": B',),
+             (r'read\(CFG\["summary"\]\)',), levels=frozenset({4})),
+        Rule("checksums",
+             (r"`/app/\w+/(?:checksums\.sha256|SHA256SUMS|outputs\.sha256)`: sha256sum",),
+             (r'check_manifest\(CFG\["checksums"\]',), levels=frozenset({4})),
+        Rule("program",
+             (r"reusable .+? program at `/app/(?:audit|check_delivery|verify_archives)\.",),
              (r"def test_program_fresh\(",), when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
@@ -971,34 +1035,52 @@ class ArchiveAudit(Family):
             manifest.append(f"{digest}  {n}")
         manifest_text = "\n".join(manifest) + "\n"
         shipped = [n for n in names if n not in missing]
-        files: dict[str, str | bytes] = {"incoming/MANIFEST.sha256": manifest_text}
-        tests: dict[str, str | bytes] = {"pristine/MANIFEST.sha256": manifest_text}
+        incoming = "/app/" + rng.choice(_ARCH_INCOMING)
+        manifest_name = rng.choice(_ARCH_MANIFESTS)
+        rel = incoming.removeprefix("/app/")
+        files: dict[str, str | bytes] = {f"{rel}/{manifest_name}": manifest_text}
+        tests: dict[str, str | bytes] = {f"pristine/{manifest_name}": manifest_text}
         archives = []
+        stem = f"{rng.choice(_ARCH_STEMS)}_w{rng.randint(1, 52):02d}"
         for k, kind in enumerate(kinds):
             part = {n: blobs[n] for j, n in enumerate(shipped) if j % len(kinds) == k}
             data = _zip_bytes(part) if kind == "zip" else _tar_bytes(part, kind[-2:])
-            fname = f"delivery_{k + 1}.{kind}"
-            files[f"incoming/{fname}"] = data
+            fname = f"{stem}_{k + 1}.{kind}" if len(kinds) > 1 else f"{stem}.{kind}"
+            files[f"{rel}/{fname}"] = data
             tests[f"pristine/{fname}"] = data
-            archives.append(f"/app/incoming/{fname}")
+            archives.append(f"{incoming}/{fname}")
         code = ctx.needs_code
         lang = ctx.language if code else "bash"
-        prog = program_path(lang, "/app/audit")
-        ratio = 0.3 if ctx.verifier_kind == "metric_threshold" else 0
-        repack = level >= 3 or bool(ratio)
+        prog = program_path(lang, "/app/" + rng.choice(_ARCH_PROGRAMS))
+        limited = ctx.verifier_kind == "metric_threshold"
+        ratio = rng.choice([0.2, 0.25, 0.3, 0.35]) if limited else 0
+        repack = level >= 3 or limited
+        out = "/app/" + rng.choice(["out", "output", "results", "checked"])
+        report = f"{out}/{rng.choice(['audit.txt', 'status.txt', 'verification.txt'])}"
+        verified = f"{out}/{rng.choice(['verified', 'accepted', 'good_members'])}.tar.gz"
+        quarantine = f"{out}/{rng.choice(['quarantine', 'rejected', 'suspect'])}"
+        summary = f"{out}/{rng.choice(['summary.json', 'counts.json', 'tally.json'])}"
+        checksums = f"{out}/{rng.choice(['checksums.sha256', 'SHA256SUMS', 'outputs.sha256'])}"
         cfg = {
             "level": level,
+            "incoming": incoming,
+            "manifest": manifest_name,
             "archives": archives,
+            "report": report,
+            "verified": verified,
+            "quarantine": quarantine,
+            "summary": summary,
+            "checksums": checksums,
             "lang": lang,
             "program": prog,
             "code": code,
             "repack": repack,
+            "limited": limited,
             "ratio": ratio,
             "fresh": 6 if ctx.verifier_kind == "exact_text" else 10,
         }
-        listed = ", ".join(a.removeprefix("/app/incoming/") for a in archives)
         asks = [
-            "`/app/out/audit.txt`: one line `STATUS NAME` per file name (member path) that "
+            f"`{report}`: one line `STATUS NAME` per file name (member path) that "
             "appears in the manifest or in any archive, sorted by name in byte order, with "
             "STATUS `OK` (shipped, sha256 matches), `CORRUPT` (shipped, sha256 differs), "
             "`MISSING` (in the manifest, in no archive) or `EXTRA` (shipped, not in the "
@@ -1007,39 +1089,39 @@ class ArchiveAudit(Family):
         if repack:
             limit = f"; it must be at most {ratio:.0%} of the members' total size" if ratio else ""
             asks.append(
-                "`/app/out/verified.tar.gz`: a gzip-compressed tar holding exactly the OK "
+                f"`{verified}`: a gzip-compressed tar holding exactly the OK "
                 f"members under their original member paths{limit}"
             )
         if level >= 4:
             asks.append(
-                "`/app/out/quarantine/NAME`: every CORRUPT or EXTRA member, extracted "
+                f"`{quarantine}/NAME`: every CORRUPT or EXTRA member, extracted "
                 "under its member path (nothing else in there)"
             )
+            asks.append(f'`{summary}`: `{{"ok": A, "corrupt": B, "missing": C, "extra": D}}`')
             asks.append(
-                '`/app/out/summary.json`: `{"ok": A, "corrupt": B, "missing": C, "extra": D}`'
+                f"`{checksums}`: sha256sum lines for {_base(report)}, {_base(verified)} "
+                f"and {_base(summary)}"
             )
-            asks.append(
-                "`/app/out/checksums.sha256`: sha256sum lines for audit.txt, verified.tar.gz "
-                "and summary.json"
-            )
-        body = (
-            f"A supplier delivered {listed} in /app/incoming together with "
-            "/app/incoming/MANIFEST.sha256 (sha256sum format, member paths). Don't modify the "
-            "deliveries; check them and give me:\n\n" + bullets(asks)
+        opener = rng.choice(_ARCH_OPENERS).format(
+            incoming=incoming,
+            listed=", ".join(_base(a) for a in archives),
+            manifest=f"{incoming}/{manifest_name}",
         )
+        body = opener + " Don't modify the deliveries; check them and give me:\n\n" + bullets(asks)
         if code:
             body += (
                 f"\n\nWe get these every week, so write the check as a reusable "
                 f"{LANGUAGE_NAMES[lang]} program at `{prog}`: `MANIFEST ARCHIVE...` "
-                "(tar with any compression, or zip) prints the audit.txt content to stdout."
+                f"(tar with any compression, or zip) prints the {_base(report)} content "
+                "to stdout."
             )
         source = {"python": _ARCH_ORACLE + _ARCH_PY, "bash": _ARCH_BASH}[lang]
         tool = prog if code else "/tmp/audit.sh"
         run = _run(lang, tool)
         lines = [
-            "mkdir -p /app/out",
+            f"mkdir -p {out}",
             heredoc(tool, source),
-            f"{run} /app/incoming/MANIFEST.sha256 {' '.join(archives)} > /app/out/audit.txt",
+            f"{run} {incoming}/{manifest_name} {' '.join(archives)} > {report}",
         ]
         if repack:
             lines += ["rm -rf /tmp/unpacked /tmp/good", "mkdir -p /tmp/unpacked /tmp/good"]
@@ -1049,24 +1131,23 @@ class ArchiveAudit(Family):
                 else:
                     lines.append(f"tar -xf {archive} -C /tmp/unpacked")
             lines += [
-                "awk '$1 == \"OK\" {print $2}' /app/out/audit.txt > /tmp/ok.list",
+                f"awk '$1 == \"OK\" {{print $2}}' {report} > /tmp/ok.list",
                 "(cd /tmp/unpacked && xargs -r cp --parents -t /tmp/good < /tmp/ok.list)",
-                "tar -C /tmp/good -cf - -T /tmp/ok.list | gzip -9 > /app/out/verified.tar.gz",
+                f"tar -C /tmp/good -cf - -T /tmp/ok.list | gzip -9 > {verified}",
             ]
         if level >= 4:
             lines += [
-                'awk \'$1 == "CORRUPT" || $1 == "EXTRA" {print $2}\' /app/out/audit.txt '
-                "> /tmp/bad.list",
-                "mkdir -p /app/out/quarantine",
-                "(cd /tmp/unpacked && xargs -r cp --parents -t /app/out/quarantine "
-                "< /tmp/bad.list)",
-                "ok=$(grep -c '^OK ' /app/out/audit.txt || true)",
-                "corrupt=$(grep -c '^CORRUPT ' /app/out/audit.txt || true)",
-                "missing=$(grep -c '^MISSING ' /app/out/audit.txt || true)",
-                "extra=$(grep -c '^EXTRA ' /app/out/audit.txt || true)",
+                f'awk \'$1 == "CORRUPT" || $1 == "EXTRA" {{print $2}}\' {report} > /tmp/bad.list',
+                f"mkdir -p {quarantine}",
+                f"(cd /tmp/unpacked && xargs -r cp --parents -t {quarantine} < /tmp/bad.list)",
+                f"ok=$(grep -c '^OK ' {report} || true)",
+                f"corrupt=$(grep -c '^CORRUPT ' {report} || true)",
+                f"missing=$(grep -c '^MISSING ' {report} || true)",
+                f"extra=$(grep -c '^EXTRA ' {report} || true)",
                 'echo "{\\"ok\\": $ok, \\"corrupt\\": $corrupt, \\"missing\\": $missing, '
-                '\\"extra\\": $extra}" > /app/out/summary.json',
-                manifest_line(["audit.txt", "verified.tar.gz", "summary.json"]),
+                f'\\"extra\\": $extra}}" > {summary}',
+                f"(cd {out} && sha256sum {_base(report)} {_base(verified)} {_base(summary)} "
+                f"> {checksums})",
             ]
         tests["test_task.py"] = test_file(cfg, _ARCH_TESTS, _ARCH_ORACLE + _PRISTINE)
         return Draft(instruction=body, solution="\n".join(lines), tests=tests, files=files)
