@@ -1862,6 +1862,37 @@ def _seal_consts(language: str, key: list[int], step: int, level: int) -> str:
     )
 
 
+_SEAL_DIRS = ["bin", "evidence", "samples", "quarantine"]
+_SEAL_NAMES = ["sealer", "tokgen", "wrapd", "encsvc", "update-helper"]
+_SEAL_CAPTURE_DIRS = ["capture", "pcap", "netcap", "wire"]
+_SEAL_CAPTURE_FILES = {
+    "tokens": ["captured.txt", "tokens.txt", "wire_tokens.txt", "intercepted.txt"],
+    "session": ["session.log", "traffic.log", "egress.log", "c2_traffic.log"],
+}
+_SEAL_OUT_DIRS = ["out", "findings", "results", "analysis", "ir_report"]
+_SEAL_OUT_FILES = {
+    "decoded_txt": ["decoded.txt", "plaintext.txt", "tokens_decoded.txt"],
+    "decoded_tsv": ["decoded.tsv", "plaintext.tsv", "session_decoded.tsv"],
+    "key": ["key.txt", "secret.txt", "recovered_key.txt"],
+    "tampered": ["tampered.txt", "forged_lines.txt", "bad_tokens.txt"],
+    "credentials": ["credentials.txt", "logins.txt", "stolen_logins.txt"],
+    "exfil": ["exfil.txt", "fetched_paths.txt", "stolen_files.txt"],
+}
+_SEAL_OPENERS = [
+    "During an incident we found an implant's helper program on a host; a copy is at "
+    "`{sealer}` (stripped, no source).",
+    "While chasing odd outbound traffic we pulled a small helper binary off the affected "
+    "machine; it is now at `{sealer}`, stripped and without source.",
+    "The intruder left a stripped helper program behind on the compromised host, and we "
+    "copied it to `{sealer}` (no symbols, no source).",
+    "Among the files planted on the breached server was a little stripped binary, saved "
+    "for you at `{sealer}`; we have no source for it.",
+    "Triage of the compromised machine turned up the helper an implant calls before it "
+    "talks to its server; the copy at `{sealer}` is stripped and came without source.",
+]
+_SEAL_PROGRAMS = ["unseal", "decode_tokens", "untoken", "desealer"]
+
+
 @register
 class SealedTokens(Family):
     """Reverse a stripped 'sealer' binary by probing it: recover its key and decode captured
@@ -1875,31 +1906,37 @@ class SealedTokens(Family):
     fixture_kinds = frozenset({"stripped_binary"})
     languages = frozenset({"python", "bash", "c"})
     rules = (
-        Rule("inputs_untouched", (r"Leave the sealer and the capture unchanged\.",),
+        Rule("inputs_untouched", (r"Leave the binary and the capture unchanged\.",),
              (r"def test_inputs_untouched\(", r"def test_sealer_matches_the_scheme\(")),
-        Rule("decoded", (r"`/app/out/decoded\.(?P<ext>txt|tsv)`",),
-             (r'read\("/app/out/decoded\.{ext}"\)',)),
-        Rule("key", (r"`/app/out/key\.txt`: the secret key as lowercase hex bytes",),
-             (r'read\("/app/out/key\.txt"\)\.strip\(\) == bytes\(KEY\)\.hex\(\)',),
+        Rule("decoded",
+             (r"`(?P<path>/app/\w+/\w+\.(?:txt|tsv))`: (?:the plaintext of each captured token"
+              r"|one line `LINE<TAB>SOURCE<TAB>PLAINTEXT` per token)",),
+             (r'"decoded": "{path}"', r'read\(OUT\["decoded"\]\)')),
+        Rule("key", (r"`(?P<path>/app/\w+/\w+\.txt)`: the secret key as lowercase hex bytes",),
+             (r'"key": "{path}"', r'read\(OUT\["key"\]\)\.strip\(\) == bytes\(KEY\)\.hex\(\)'),
              levels=frozenset({1, 2})),
         Rule("integrity_trailer", (r"a token whose trailer does not match its content",),
              (r"if \(\(sum\(out\) \+ len\(out\)\) & 0xFF\) \^ key\[0\] != check:",),
              levels=frozenset({4})),
         Rule("skip_tampered", (r"\(leave out tampered tokens\)",),
              (r"good = \[r for r in rows if r\[2\] is not None\]",), levels=frozenset({4})),
-        Rule("tampered", (r"`/app/out/tampered\.txt`",), (r'read\("/app/out/tampered\.txt"\)',),
-             levels=frozenset({4})),
-        Rule("credentials", (r"`/app/out/credentials\.txt`",),
-             (r'read\("/app/out/credentials\.txt"\)',), levels=frozenset({3, 4})),
-        Rule("exfil", (r"`/app/out/exfil\.txt`",), (r'read\("/app/out/exfil\.txt"\)',),
-             levels=frozenset({4})),
+        Rule("tampered",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: the line numbers of the tampered tokens",),
+             (r'"tampered": "{path}"', r'read\(OUT\["tampered"\]\)'), levels=frozenset({4})),
+        Rule("credentials",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: the implant relays logins as a `USER name`",),
+             (r'"credentials": "{path}"', r'read\(OUT\["credentials"\]\)'),
+             levels=frozenset({3, 4})),
+        Rule("exfil",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: every distinct path the implant fetched",),
+             (r'"exfil": "{path}"', r'read\(OUT\["exfil"\]\)'), levels=frozenset({4})),
         Rule("decoder", (r"I also need a decoder",), (r"def test_decoder_on_fresh_tokens\(",),
              when={"code": True}),
         Rule("decoder_invalid", (r"For a tampered or malformed token print `INVALID`",),
              (r'expected\.append\("INVALID" if text is None else text\)',),
              levels=frozenset({4}), when={"code": True}),
-        Rule("decoder_without_sealer", (r"It must work without `/app/bin/sealer`",),
-             (r"os\.chmod\(SEALER, 0o600\)",), when={"code": True}),
+        Rule("decoder_without_sealer", (r"It must work without `(?P<sealer>/app/\w+/[\w-]+)`",),
+             (r'"sealer": "{sealer}"', r"os\.chmod\(SEALER, 0o600\)"), when={"code": True}),
     )  # fmt: skip
     skills: ClassVar[Mapping[str, str]] = {
         "recover XOR-obfuscated strings from a binary blob": "decoded"
@@ -1913,6 +1950,19 @@ class SealedTokens(Family):
         while key_len > 1 and len(set(key)) == 1:
             key = [rng.randint(1, 255) for _ in range(key_len)]
         step = rng.choice([3, 5, 7, 11, 13, 17, 19, 23, 29]) if level >= 3 else 0
+        # Where the sample, the capture and the findings live varies from task to task.
+        sealer = f"/app/{rng.choice(_SEAL_DIRS)}/{rng.choice(_SEAL_NAMES)}"
+        capture_files = _SEAL_CAPTURE_FILES["tokens" if level <= 2 else "session"]
+        capture = f"{rng.choice(_SEAL_CAPTURE_DIRS)}/{rng.choice(capture_files)}"
+        out_dir = "/app/" + rng.choice(_SEAL_OUT_DIRS)
+        if level <= 2:
+            wanted = {"decoded": "decoded_txt", "key": "key"}
+        else:
+            wanted = {"decoded": "decoded_tsv", "credentials": "credentials"}
+        if level >= 4:
+            wanted |= {"tampered": "tampered", "exfil": "exfil"}
+        outputs = {k: f"{out_dir}/{rng.choice(_SEAL_OUT_FILES[v])}" for k, v in wanted.items()}
+        opener = rng.choice(_SEAL_OPENERS).format(sealer=sealer)
         binary_source = (
             _SEAL_C_BINARY.replace("@KEY@", ", ".join(str(k) for k in key))
             .replace("@LEVEL@", str(level))
@@ -1924,7 +1974,7 @@ class SealedTokens(Family):
         if level <= 2:
             texts = seal_texts(rng, 1 if level == 1 else 4)
             captured = "".join(seal(t, key, step, level) + "\n" for t in texts)
-            files["capture/captured.txt"] = captured
+            files[capture] = captured
         else:
             rows = seal_session(rng, 30 if level == 3 else 50, level)
             if level >= 4:
@@ -1936,15 +1986,13 @@ class SealedTokens(Family):
                 if i in tampered:
                     token = seal_tamper(rng, token)
                 lines.append(f"{stamp} {source} -> {dst} {token}\n")
-            files["capture/session.log"] = "".join(lines)
+            files[capture] = "".join(lines)
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items() if not rel.startswith("src/")}
 
         intro = (
-            "During an incident we found an implant's helper on a host; a copy is at "
-            "`/app/bin/sealer` (stripped, no source). Run as `/app/bin/sealer TEXT`, it prints "
-            "the token the implant sends over the wire for TEXT. It obviously obfuscates the "
-            "text with a secret, but we don't know how. Leave the sealer and the capture "
-            "unchanged."
+            f"{opener} Run as `{sealer} TEXT`, it prints the token the attacker's implant sends "
+            "over the wire for TEXT. It obviously obfuscates the text with a secret, but we "
+            "don't know how. Leave the binary and the capture unchanged."
         )
         if level >= 4:
             intro += (
@@ -1955,43 +2003,43 @@ class SealedTokens(Family):
         deliverables = []
         if level <= 2:
             where = (
-                "`/app/capture/captured.txt` holds a token we captured."
+                f"`/app/{capture}` holds a token we captured."
                 if level == 1
-                else "`/app/capture/captured.txt` holds tokens we captured, one per line."
+                else f"`/app/{capture}` holds tokens we captured, one per line."
             )
             deliverables.append(
-                "`/app/out/decoded.txt`: the plaintext of each captured token, one per line, "
+                f"`{outputs['decoded']}`: the plaintext of each captured token, one per line, "
                 "in the same order."
             )
             deliverables.append(
-                "`/app/out/key.txt`: the secret key as lowercase hex bytes on one line"
+                f"`{outputs['key']}`: the secret key as lowercase hex bytes on one line"
                 + (" (just the repeating key, once)." if level == 2 else ".")
             )
         else:
             where = (
-                "`/app/capture/session.log` is a capture of its traffic: each line is "
+                f"`/app/{capture}` is a capture of its traffic: each line is "
                 "`TIMESTAMP SOURCE -> DESTINATION TOKEN`."
             )
             skip = " (leave out tampered tokens)" if level >= 4 else ""
             deliverables.append(
-                "`/app/out/decoded.tsv`: one line `LINE<TAB>SOURCE<TAB>PLAINTEXT` per token"
+                f"`{outputs['decoded']}`: one line `LINE<TAB>SOURCE<TAB>PLAINTEXT` per token"
                 f"{skip}, "
                 "where LINE is the 1-based line number in the log, in log order."
             )
             if level >= 4:
                 deliverables.append(
-                    "`/app/out/tampered.txt`: the line numbers of the tampered tokens, "
+                    f"`{outputs['tampered']}`: the line numbers of the tampered tokens, "
                     "ascending, one per line."
                 )
             deliverables.append(
-                "`/app/out/credentials.txt`: the implant relays logins as a `USER name` "
+                f"`{outputs['credentials']}`: the implant relays logins as a `USER name` "
                 "message and later a `PASS secret` message from the same SOURCE. For every "
                 "PASS that follows a USER from its SOURCE, write `SOURCE USER SECRET` (the "
                 "most recent USER of that source), in log order."
             )
             if level >= 4:
                 deliverables.append(
-                    "`/app/out/exfil.txt`: every distinct path the implant fetched with "
+                    f"`{outputs['exfil']}`: every distinct path the implant fetched with "
                     "`GET <path>`, byte-order sorted, one per line."
                 )
         body = [
@@ -2000,7 +2048,7 @@ class SealedTokens(Family):
         ]
         program = None
         if language:
-            program = program_path(language, "/app/unseal")
+            program = program_path(language, "/app/" + rng.choice(_SEAL_PROGRAMS))
             invalid = (
                 " For a tampered or malformed token print `INVALID` instead." if level >= 4 else ""
             )
@@ -2009,13 +2057,13 @@ class SealedTokens(Family):
                 "reads tokens from standard input, one per line, and prints the plaintext of "
                 f"each on its own line.{invalid} "
                 + _program_sentence(language, program)
-                + " It must work without `/app/bin/sealer` (we will test it on tokens you have "
-                "not seen, with the sealer unavailable)."
+                + f" It must work without `{sealer}` (we will test it on tokens you have "
+                "not seen, with the binary unavailable)."
             )
         instruction = "\n\n".join(body)
 
         probe_text = "HELLO probe 42"
-        steps = ["mkdir -p /app/out"]
+        steps = [f"mkdir -p {out_dir}"]
         if language:
             source = {"python": _UNSEAL_PY, "bash": _UNSEAL_SH, "c": _UNSEAL_C}[language]
             source = source.replace("@CONSTS@", _seal_consts(language, key, step, level))
@@ -2027,43 +2075,42 @@ class SealedTokens(Family):
             steps.append(_heredoc("/tmp/unseal.sh", source))
             decoder = "bash /tmp/unseal.sh"
         steps.append(
-            f"test \"$(/app/bin/sealer '{probe_text}')\" = '{seal(probe_text, key, step, level)}'"
+            f"test \"$({sealer} '{probe_text}')\" = '{seal(probe_text, key, step, level)}'"
         )
         if level >= 2:
-            steps.append(f"test \"$(/app/bin/sealer '{probe_text}' | {decoder})\" = '{probe_text}'")
+            steps.append(f"test \"$({sealer} '{probe_text}' | {decoder})\" = '{probe_text}'")
+        log = f"/app/{capture}"
         if level <= 2:
-            steps.append(f"{decoder} < /app/capture/captured.txt > /app/out/decoded.txt")
+            steps.append(f"{decoder} < {log} > {outputs['decoded']}")
             if level == 1:
-                steps.append(
-                    "printf '%02x\\n' $(( 0x$(/app/bin/sealer A) ^ 0x41 )) > /app/out/key.txt"
-                )
+                steps.append(f"printf '%02x\\n' $(( 0x$({sealer} A) ^ 0x41 )) > {outputs['key']}")
             else:
-                steps.append(f"echo {bytes(key).hex()} > /app/out/key.txt")
+                steps.append(f"echo {bytes(key).hex()} > {outputs['key']}")
         else:
             steps += [
-                "awk '{print $5}' /app/capture/session.log > /tmp/tokens.txt",
+                f"awk '{{print $5}}' {log} > /tmp/tokens.txt",
                 f"{decoder} < /tmp/tokens.txt > /tmp/plain.txt",
-                'test "$(wc -l < /tmp/plain.txt)" -eq "$(wc -l < /app/capture/session.log)"',
-                "awk '{print NR \"\\t\" $2}' /app/capture/session.log > /tmp/meta.txt",
+                f'test "$(wc -l < /tmp/plain.txt)" -eq "$(wc -l < {log})"',
+                f"awk '{{print NR \"\\t\" $2}}' {log} > /tmp/meta.txt",
                 "paste -d '\\t' /tmp/meta.txt /tmp/plain.txt > /tmp/all.tsv",
             ]
             if level >= 4:
                 steps.append(
                     "awk -F'\\t' '$3 == \"INVALID\" {print $1}' /tmp/all.tsv"
-                    " > /app/out/tampered.txt"
+                    f" > {outputs['tampered']}"
                 )
-                steps.append("awk -F'\\t' '$3 != \"INVALID\"' /tmp/all.tsv > /app/out/decoded.tsv")
+                steps.append(f"awk -F'\\t' '$3 != \"INVALID\"' /tmp/all.tsv > {outputs['decoded']}")
             else:
-                steps.append("cp /tmp/all.tsv /app/out/decoded.tsv")
+                steps.append(f"cp /tmp/all.tsv {outputs['decoded']}")
             steps.append(
                 "awk -F'\\t' '$3 ~ /^USER / {u[$2] = substr($3, 6); next}"
                 " $3 ~ /^PASS / && ($2 in u) {print $2, u[$2], substr($3, 6)}'"
-                " /app/out/decoded.tsv > /app/out/credentials.txt"
+                f" {outputs['decoded']} > {outputs['credentials']}"
             )
             if level >= 4:
                 steps.append(
-                    "awk -F'\\t' '$3 ~ /^GET / {print substr($3, 5)}' /app/out/decoded.tsv"
-                    " | LC_ALL=C sort -u > /app/out/exfil.txt"
+                    "awk -F'\\t' '$3 ~ /^GET / {print substr($3, 5)}'"
+                    f" {outputs['decoded']} | LC_ALL=C sort -u > {outputs['exfil']}"
                 )
         solution = "\n".join(s for s in steps if s)
 
@@ -2071,6 +2118,9 @@ class SealedTokens(Family):
             "level": level,
             "key": key,
             "step": step,
+            "sealer": sealer,
+            "capture": f"/app/{capture}",
+            "outputs": outputs,
             "hashes": hashes,
             "captured": level <= 2,
             "session": level >= 3,
@@ -2094,15 +2144,16 @@ class SealedTokens(Family):
             tests={"test_task.py": tests},
             files=files,
             dockerfile_steps=(
-                "RUN mkdir -p /app/bin && gcc -O2 -s -o /app/bin/sealer /app/src/sealer.c"
-                " && rm -rf /app/src",
+                f"RUN mkdir -p {sealer.rsplit('/', 1)[0]} && gcc -O2 -s -o {sealer}"
+                " /app/src/sealer.c && rm -rf /app/src",
             ),
         )
 
 
 _SEAL_TESTS = """
 KEY, STEP, LEVEL = CFG["key"], CFG["step"], CFG["level"]
-SEALER = "/app/bin/sealer"
+SEALER = CFG["sealer"]
+OUT = CFG["outputs"]
 
 
 def test_inputs_untouched():
@@ -2119,15 +2170,15 @@ def test_sealer_matches_the_scheme():
 def test_decoded_and_key():
     if not CFG["captured"]:
         return
-    tokens = Path("/app/capture/captured.txt").read_text().split()
+    tokens = Path(CFG["capture"]).read_text().split()
     expected = "".join(unseal(t, KEY, STEP, LEVEL) + "\\n" for t in tokens)
-    assert read("/app/out/decoded.txt") == expected, "decoded.txt is wrong"
-    assert read("/app/out/key.txt").strip() == bytes(KEY).hex(), "key.txt is wrong"
+    assert read(OUT["decoded"]) == expected, f"{OUT['decoded']} is wrong"
+    assert read(OUT["key"]).strip() == bytes(KEY).hex(), f"{OUT['key']} is wrong"
 
 
 def session():
     rows = []
-    for number, line in enumerate(Path("/app/capture/session.log").read_text().splitlines(), 1):
+    for number, line in enumerate(Path(CFG["capture"]).read_text().splitlines(), 1):
         stamp, source, _arrow, _dst, token = line.split(" ")
         rows.append((number, source, unseal(token, KEY, STEP, LEVEL)))
     return rows
@@ -2139,19 +2190,20 @@ def test_capture_reports():
     rows = session()
     good = [r for r in rows if r[2] is not None]
     expected = "".join(f"{n}\\t{s}\\t{t}\\n" for n, s, t in good)
-    assert read("/app/out/decoded.tsv") == expected, "decoded.tsv is wrong"
+    assert read(OUT["decoded"]) == expected, f"{OUT['decoded']} is wrong"
     users, creds = {}, []
     for _n, source, text in good:
         if text.startswith("USER "):
             users[source] = text[5:]
         elif text.startswith("PASS ") and source in users:
             creds.append(f"{source} {users[source]} {text[5:]}\\n")
-    assert read("/app/out/credentials.txt") == "".join(creds), "credentials.txt is wrong"
+    assert read(OUT["credentials"]) == "".join(creds), f"{OUT['credentials']} is wrong"
     if CFG["level"] >= 4:
         bad = "".join(f"{n}\\n" for n, _s, t in rows if t is None)
-        assert read("/app/out/tampered.txt") == bad, "tampered.txt is wrong"
+        assert read(OUT["tampered"]) == bad, f"{OUT['tampered']} is wrong"
         paths = sorted({t[4:] for _n, _s, t in good if t.startswith("GET ")})
-        assert read("/app/out/exfil.txt") == "".join(p + "\\n" for p in paths), "exfil.txt is wrong"
+        want = "".join(p + "\\n" for p in paths)
+        assert read(OUT["exfil"]) == want, f"{OUT['exfil']} is wrong"
 
 
 def test_decoder_on_fresh_tokens():
@@ -2429,6 +2481,36 @@ awk 'NR == FNR { c[NR - 1] = $0; next } { print $1 ":" c[$2] }' "$work/candidate
 """
 
 
+_PW_DIRS = ["audit", "leak", "breach", "pwaudit", "incident"]
+_PW_FILES = {
+    "dump": ["dump.txt", "hashes.txt", "portal_users.txt", "leaked.txt"],
+    "wordlist": ["wordlist.txt", "words.txt", "common_words.txt", "dictionary.txt"],
+    "cracked": ["cracked.txt", "recovered.txt", "weak_accounts.txt"],
+    "uncracked": ["uncracked.txt", "not_recovered.txt", "strong_accounts.txt"],
+    "shared": ["shared.txt", "reused.txt", "shared_passwords.txt"],
+    "report": ["report.json", "summary.json", "stats.json"],
+}
+_PW_PROGRAMS = ["crack", "pwcheck", "audit_dump", "weakpw"]
+_PW_OPENERS = [
+    "A credential dump from the legacy customer portal leaked, and I need to know how weak "
+    "those passwords are before we force resets.",
+    "The old customer portal's password hashes turned up on a forum; before anyone decides "
+    "on resets I need to see how many of them fall to a simple wordlist.",
+    "After the breach of the old customer login database, I have to report how many of the "
+    "leaked passwords are trivially weak.",
+    "Someone posted the password table of the retired customer portal online, and I want to "
+    "know which customers must change their passwords first.",
+    "We have a copy of the customer portal's leaked password hashes and need a quick audit "
+    "of how guessable they are.",
+]
+_PW_SOURCES = [
+    "From the old helpdesk tickets",
+    "From the password-reset requests we used to handle",
+    "From what customers told the support desk over the years",
+    "From interviews with the support team",
+]
+
+
 @register
 class PasswordAudit(Family):
     """Audit a leaked credential dump by cracking unsalted hashes with a wordlist and the
@@ -2449,8 +2531,8 @@ class PasswordAudit(Family):
              (r"def pw_parse\(",)),
         Rule("salted", (r"Some entries are salted: `user:\$sha256s\$SALT\$HEX`",),
              (r"pw_hash\(alg, candidate, salt\) == digest",), levels=frozenset({4})),
-        Rule("wordlist", (r"a word from `/app/audit/wordlist\.txt`",),
-             (r"WORDS = Path\(\"/app/audit/wordlist\.txt\"\)",)),
+        Rule("wordlist", (r"a word from `(?P<path>/app/\w+/\w+\.txt)`",),
+             (r'"wordlist": "{path}"', r'WORDS = Path\(CFG\["wordlist"\]\)')),
         Rule("capitalized", (r"sometimes with its first letter capitalized",),
              (r"forms\.append\(word\[:1\]\.upper\(\) \+ word\[1:\]\)",),
              levels=frozenset({2, 3, 4})),
@@ -2463,19 +2545,22 @@ class PasswordAudit(Family):
              (r'out \+= \[s \+ "!" for s in out\]',), levels=frozenset({3, 4})),
         Rule("backwards", (r"sometimes with the word spelled backwards",),
              (r"back = word\[::-1\]",), levels=frozenset({4})),
-        Rule("cracked", (r"`/app/audit/cracked\.txt`: one `user:password` line per account",
-                         r"sorted by user \(every line must be right\)"),
-             (r"def test_cracked\(", r'wrong password for \{{user\}}', r"lines are not sorted")),
+        Rule("cracked",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: one `user:password` line per account",
+              r"sorted by user \(every line must be right\)"),
+             (r"def test_cracked\(", r'"cracked": "{path}"', r'read\(CFG\["cracked"\]\)',
+              r'wrong password for \{{user\}}', r"lines are not sorted")),
         Rule("crack_at_least", (r"I need at least \d+ of the \d+ accounts recovered",),
              (r'assert len\(found\) >= CFG\["required"\]',), when={"metric": True}),
         Rule("crack_every", (r"Recover every account whose password follows those habits",),
              (r"expected = pw_crack\(DUMP, WORDS, LEVEL\)",), when={"metric": False}),
-        Rule("uncracked", (r"`/app/audit/uncracked\.txt`",),
-             (r'read\("/app/audit/uncracked\.txt"\)',), levels=frozenset({2, 3, 4})),
-        Rule("shared", (r"`/app/audit/shared\.txt`",), (r'read\("/app/audit/shared\.txt"\)',),
-             levels=frozenset({3, 4})),
-        Rule("report", (r"`/app/audit/report\.json`",), (r'read\("/app/audit/report\.json"\)',),
-             levels=frozenset({4})),
+        Rule("uncracked", (r"`(?P<path>/app/\w+/\w+\.txt)`: the users not in",),
+             (r'"uncracked": "{path}"', r'read\(CFG\["uncracked"\]\)'),
+             levels=frozenset({2, 3, 4})),
+        Rule("shared", (r"`(?P<path>/app/\w+/\w+\.txt)`: for every recovered password used",),
+             (r'"shared": "{path}"', r'read\(CFG\["shared"\]\)'), levels=frozenset({3, 4})),
+        Rule("report", (r"`(?P<path>/app/\w+/\w+\.json)`: `total` \(accounts\)",),
+             (r'"report": "{path}"', r'read\(CFG\["report"\]\)'), levels=frozenset({4})),
         Rule("program", (r"so I also want a program: given a dump and a wordlist",),
              (r"def test_program_on_a_fresh_dump\(",), when={"code": True}),
     )  # fmt: skip
@@ -2493,9 +2578,13 @@ class PasswordAudit(Family):
         crackable = sum(1 for r in rows if r[4])
         share = {1: 0.5, 2: 0.7, 3: 0.85, 4: 1.0}[level]
         required = -(-int(share * crackable * 100) // 100)
+        # Where the dump lives and what the findings are called varies from task to task.
+        folder = rng.choice(_PW_DIRS)
+        paths = {k: f"/app/{folder}/{rng.choice(names)}" for k, names in _PW_FILES.items()}
+        dump, wordlist, cracked = paths["dump"], paths["wordlist"], paths["cracked"]
         files: dict[str, str | bytes] = {
-            "audit/dump.txt": pw_dump(rows),
-            "audit/wordlist.txt": "\n".join(words) + "\n",
+            dump.removeprefix("/app/"): pw_dump(rows),
+            wordlist.removeprefix("/app/"): "\n".join(words) + "\n",
         }
         hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
 
@@ -2506,7 +2595,7 @@ class PasswordAudit(Family):
             if level >= 4
             else ""
         )
-        habits = ["a word from `/app/audit/wordlist.txt`"]
+        habits = [f"a word from `{wordlist}`"]
         if level >= 2:
             habits.append("sometimes with its first letter capitalized")
             habits.append("sometimes followed by a single digit")
@@ -2519,16 +2608,15 @@ class PasswordAudit(Family):
         if level >= 4:
             habits.append("sometimes with the word spelled backwards (then possibly capitalized)")
         body = [
-            "A credential dump from our legacy customer portal leaked, and I need to know how "
-            "weak those passwords are before we force resets. `/app/audit/dump.txt` has one "
+            f"{rng.choice(_PW_OPENERS)} `{dump}` has one "
             f"account per line as `user:$ALG$HEX`, where ALG is {algs} and HEX the hex digest "
             f"of the UTF-8 password.{salted} Leave the input files unchanged.",
-            "From the old helpdesk tickets we know the users' habits: a password is\n"
+            f"{rng.choice(_PW_SOURCES)} we know the users' habits: a password is\n"
             + bullets(habits)
             + "\nSome users picked strong random passwords; don't waste time on those.",
         ]
         deliverables = [
-            "`/app/audit/cracked.txt`: one `user:password` line per account you recovered, "
+            f"`{cracked}`: one `user:password` line per account you recovered, "
             "sorted by user (every line must be right)."
             + (
                 f" I need at least {required} of the {len(rows)} accounts recovered."
@@ -2538,24 +2626,25 @@ class PasswordAudit(Family):
         ]
         if level >= 2:
             deliverables.append(
-                "`/app/audit/uncracked.txt`: the users not in cracked.txt, sorted, one per line."
+                f"`{paths['uncracked']}`: the users not in {cracked.rsplit('/', 1)[1]}, "
+                "sorted, one per line."
             )
         if level >= 3:
             deliverables.append(
-                "`/app/audit/shared.txt`: for every recovered password used by two or more "
+                f"`{paths['shared']}`: for every recovered password used by two or more "
                 "accounts, a line `PASSWORD user1,user2,...` (users sorted), lines sorted by "
                 "password."
             )
         if level >= 4:
             deliverables.append(
-                "`/app/audit/report.json`: `total` (accounts), `cracked`, `percent` (100 * "
+                f"`{paths['report']}`: `total` (accounts), `cracked`, `percent` (100 * "
                 "cracked / total, rounded to one decimal) and `by_algorithm`, mapping each ALG "
                 'to `{"total": N, "cracked": K}`.'
             )
         body.append("Please write:\n" + numbered(deliverables))
         program = None
         if language:
-            program = program_path(language, "/app/crack")
+            program = program_path(language, "/app/" + rng.choice(_PW_PROGRAMS))
             goal = (
                 f"recover at least {share:.0%} of the accounts that follow those habits"
                 if metric
@@ -2571,10 +2660,10 @@ class PasswordAudit(Family):
 
         steps = []
         if level >= 3:
-            steps.append("wc -l /app/audit/dump.txt /app/audit/wordlist.txt")
-            steps.append("head -n 3 /app/audit/dump.txt")
+            steps.append(f"wc -l {dump} {wordlist}")
+            steps.append(f"head -n 3 {dump}")
         if level >= 4:
-            steps.append("cut -d'$' -f2 /app/audit/dump.txt | sort | uniq -c")
+            steps.append(f"cut -d'$' -f2 {dump} | sort | uniq -c")
         if language:
             source = {"python": _PW_PY, "bash": _PW_SH}[language].replace("@LEVEL@", str(level))
             steps.append(_program_step(language, program, source))
@@ -2582,22 +2671,20 @@ class PasswordAudit(Family):
         else:
             steps.append(_heredoc("/tmp/crack.sh", _PW_SH.replace("@LEVEL@", str(level))))
             crack = "bash /tmp/crack.sh"
-        steps.append(f"{crack} /app/audit/dump.txt /app/audit/wordlist.txt > /tmp/cracked.txt")
-        steps.append("mv /tmp/cracked.txt /app/audit/cracked.txt")
+        steps.append(f"{crack} {dump} {wordlist} > /tmp/cracked.txt")
+        steps.append(f"mv /tmp/cracked.txt {cracked}")
         if level >= 2:
             steps += [
-                "cut -d: -f1 /app/audit/dump.txt | LC_ALL=C sort > /tmp/users.txt",
-                "cut -d: -f1 /app/audit/cracked.txt | LC_ALL=C sort > /tmp/cracked_users.txt",
-                "LC_ALL=C comm -23 /tmp/users.txt /tmp/cracked_users.txt"
-                " > /app/audit/uncracked.txt",
+                f"cut -d: -f1 {dump} | LC_ALL=C sort > /tmp/users.txt",
+                f"cut -d: -f1 {cracked} | LC_ALL=C sort > /tmp/cracked_users.txt",
+                f"LC_ALL=C comm -23 /tmp/users.txt /tmp/cracked_users.txt > {paths['uncracked']}",
             ]
         if level >= 3:
             steps += [
-                "awk -F: '{print $2 \"\\t\" $1}' /app/audit/cracked.txt | LC_ALL=C sort"
-                " > /tmp/pw_users.txt",
+                f"awk -F: '{{print $2 \"\\t\" $1}}' {cracked} | LC_ALL=C sort > /tmp/pw_users.txt",
                 "awk -F'\\t' '{u[$1] = n[$1]++ ? u[$1] \",\" $2 : $2}"
                 " END {for (p in n) if (n[p] > 1) print p, u[p]}' /tmp/pw_users.txt"
-                " | LC_ALL=C sort > /app/audit/shared.txt",
+                f" | LC_ALL=C sort > {paths['shared']}",
             ]
         if level >= 4:
             steps.append(
@@ -2607,14 +2694,15 @@ class PasswordAudit(Family):
                 ' \\"by_algorithm\\": {", n, k, 100 * k / n; s = "";'
                 ' for (a in t) {printf "%s\\"%s\\": {\\"total\\": %d, \\"cracked\\": %d}",'
                 ' s, a, t[a], c[a] + 0; s = ", "} print "}}"}\''
-                " /app/audit/cracked.txt /app/audit/dump.txt > /app/audit/report.json"
+                f" {cracked} {dump} > {paths['report']}"
             )
-            steps.append("python3 -m json.tool /app/audit/report.json")
+            steps.append(f"python3 -m json.tool {paths['report']}")
         solution = "\n".join(steps)
 
         params = {
             "level": level,
             "hashes": hashes,
+            **paths,
             "metric": metric,
             "code": language is not None,
             "required": required,
@@ -2648,8 +2736,8 @@ class PasswordAudit(Family):
 
 _PW_TESTS = '''
 LEVEL = CFG["level"]
-DUMP = Path("/app/audit/dump.txt").read_text() if os.path.isfile("/app/audit/dump.txt") else ""
-WORDS = Path("/app/audit/wordlist.txt").read_text().split() if DUMP else []
+DUMP = Path(CFG["dump"]).read_text() if os.path.isfile(CFG["dump"]) else ""
+WORDS = Path(CFG["wordlist"]).read_text().split() if DUMP else []
 ENTRIES = {user: (alg, salt, digest) for user, alg, salt, digest in pw_parse(DUMP)}
 
 
@@ -2669,7 +2757,7 @@ def check_lines(text, entries):
 
 
 def cracked():
-    return check_lines(read("/app/audit/cracked.txt"), ENTRIES)
+    return check_lines(read(CFG["cracked"]), ENTRIES)
 
 
 def test_inputs_untouched():
@@ -2693,7 +2781,7 @@ def test_uncracked():
     if CFG["level"] >= 2:
         found = cracked()
         expected = "".join(u + "\\n" for u in sorted(set(ENTRIES) - set(found)))
-        assert read("/app/audit/uncracked.txt") == expected, "uncracked.txt is wrong"
+        assert read(CFG["uncracked"]) == expected, f"{CFG['uncracked']} is wrong"
 
 
 def test_shared():
@@ -2704,13 +2792,13 @@ def test_shared():
         expected = "".join(
             f"{pw} {','.join(sorted(us))}\\n" for pw, us in sorted(groups.items()) if len(us) > 1
         )
-        assert read("/app/audit/shared.txt") == expected, "shared.txt is wrong"
+        assert read(CFG["shared"]) == expected, f"{CFG['shared']} is wrong"
 
 
 def test_report():
     if CFG["level"] >= 4:
         found = cracked()
-        data = json.loads(read("/app/audit/report.json"))
+        data = json.loads(read(CFG["report"]))
         assert data.get("total") == len(ENTRIES), f"total: {data.get('total')}"
         assert data.get("cracked") == len(found), f"cracked: {data.get('cracked')}"
         assert abs(float(data.get("percent", -1)) - 100 * len(found) / len(ENTRIES)) < 0.051, (
