@@ -7,10 +7,12 @@ family that uses only these and its ``ctx.rng`` renders byte-identical tasks.
 from __future__ import annotations
 
 import io
+import json
 import struct
 import wave
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 # --- fixtures ---------------------------------------------------------------------------
 
@@ -134,3 +136,10 @@ def run_command(language: str, source: str) -> str:
         return f"/bin/bash {source}"
     binary = source.removesuffix(".c")
     return f"/usr/bin/gcc -O2 -std=c11 -o {binary} {source} -lm && {binary}"
+
+
+def settings_lines(settings: Mapping[str, Any]) -> str:
+    """The tests' settings: ``CFG_JSON`` (the line the instruction–test audit reads a
+    task's settings from, :func:`tmax.generate.audit.task_settings`) and ``CFG``, the
+    same as a dict. The tests must have imported ``json`` before these lines."""
+    return f"CFG_JSON = {json.dumps(settings, sort_keys=True)!r}\nCFG = json.loads(CFG_JSON)\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -23,16 +22,6 @@ from tmax.generate.families.data_querying import (
     _wait_port,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
-
-
-def _checks(settings: dict, body: str, service: bool = False) -> str:
-    """A task's tests: data_querying's test head, then the settings again as ``CFG_JSON``
-    and ``CFG`` (what the audit, :mod:`tmax.generate.audit`, reads: which settings hold,
-    and which checks a switch turns off), then ``body``."""
-    cfg = "\nCFG_JSON = " + repr(json.dumps(settings, sort_keys=True))
-    cfg += "\nCFG = json.loads(CFG_JSON)\n"
-    return _tests(settings, cfg + body, service)
-
 
 # --- family 1: a classifier judged by held-out accuracy --------------------------------
 
@@ -451,7 +440,7 @@ class Classifier(Family):
             "centers": centers,
             "port": port,
         }
-        tests = _checks(params, _BLOBS_GEN + _CLS_TESTS, service=True)
+        tests = _tests(params, _BLOBS_GEN + _CLS_TESTS, service=True)
         return Draft(
             instruction=text,
             solution="\n".join(lines),
@@ -978,7 +967,7 @@ class EvalMetrics(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _checks(params, _METRICS_TESTS), "predictions.csv": data},
+            tests={"test_task.py": _tests(params, _METRICS_TESTS), "predictions.csv": data},
             files={source.removeprefix("/app/"): data},
         )
 
@@ -1394,7 +1383,7 @@ class SlideStats(Family):
             "stems": stems,
             "full": full,
         }
-        tests = {"test_task.py": _checks(params, _SLIDE_GEN + _IMG_TESTS)}
+        tests = {"test_task.py": _tests(params, _SLIDE_GEN + _IMG_TESTS)}
         tests.update({f"{s}.png": data for s, data in images.items()})
         return Draft(
             instruction=text,
@@ -1816,7 +1805,7 @@ class FeaturePrep(Family):
             "tolerance": 0.00011 if exact else 0.01,
             "cases": 3 + level,
         }
-        tests = {"test_task.py": _checks(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
+        tests = {"test_task.py": _tests(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
         tests.update(tests_files)
         return Draft(
             instruction=text,

@@ -17,14 +17,6 @@ from tmax.generate.families.data_querying import (
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
-
-def _task_tests(params: dict, body: str, service: bool = False) -> str:
-    """test_task.py with the task's settings also as ``CFG_JSON`` (read as ``CFG``), the
-    line the instruction-test audit reads the settings from."""
-    head = "CFG_JSON = " + repr(json.dumps(params, sort_keys=True)) + "\n"
-    return head + _tests(params, "\nCFG = json.loads(CFG_JSON)\n" + body, service)
-
-
 # --- family 1: fix planted bugs in a ranking script -------------------------------------
 
 _SKILL_BUGS = {
@@ -300,7 +292,7 @@ class FixRanking(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _task_tests(params, _RANK_TESTS), "scores.csv": scores},
+            tests={"test_task.py": _tests(params, _RANK_TESTS), "scores.csv": scores},
             files={
                 program[len("/app/") :]: "\n".join(buggy) + "\n",
                 data[len("/app/") :]: scores,
@@ -718,7 +710,7 @@ class CrashTriage(Family):
             instruction=text,
             solution="\n".join(lines),
             tests={
-                "test_task.py": _task_tests(params, _PROBE_TESTS),
+                "test_task.py": _tests(params, _PROBE_TESTS),
                 "inputs.json": json.dumps(files),
             },
             files=app,
@@ -1007,7 +999,7 @@ class FixValidator(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _task_tests(params, _VALID_TESTS, service=True)},
+            tests={"test_task.py": _tests(params, _VALID_TESTS, service=True)},
             files={
                 "legacy_validate.py": _LEGACY_PY,
                 "data/rejected_by_import.txt": "\n".join(rejected) + "\n",
@@ -1351,7 +1343,7 @@ class BisectRegression(Family):
             "data": data,
             "cases": 6 * level if ctx.verifier_kind == "adversarial_corpus" else 2 * level,
         }
-        tests = {"test_task.py": _task_tests(params, _TALLY_TESTS)}
+        tests = {"test_task.py": _tests(params, _TALLY_TESTS)}
         tests.update(fixtures)
         return Draft(
             instruction=text,

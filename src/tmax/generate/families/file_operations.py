@@ -9,13 +9,12 @@ helpers) lives in the security module and is reused here.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import bullets, numbered, program_path
+from tmax.generate.families._common import bullets, numbered, program_path, settings_lines
 from tmax.generate.families.security import (
     _SERVER_FRAME,
     _build_step,
@@ -31,12 +30,6 @@ from tmax.generate.families.security import (
     _test_head,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
-
-
-def _settings(params: dict) -> str:
-    """The tests' settings: ``CFG_JSON`` (read by the instruction–test audit) and ``CFG``."""
-    return f"CFG_JSON = {json.dumps(params)!r}\nCFG = json.loads(CFG_JSON)\n"
-
 
 # =====================================================================================
 # file_operations.duplicate_files
@@ -386,7 +379,7 @@ def answer_http(path):
             + f"DD_EXCLUDED = {DD_EXCLUDED!r}\n\n"
             + _sources(dd_tree, dd_considered, dd_groups, dd_text, dd_keep, dd_scan)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + _DD_TESTS
         )
         return Draft(
@@ -1232,7 +1225,7 @@ class FixedWidth(Family):
                 fw_csv_text,
             )
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + checks
         )
         return Draft(
@@ -1775,7 +1768,7 @@ class ArchiveGuard(Family):
             + f"AG_RULES = {AG_RULES!r}\n\n"
             + _sources(ag_build, ag_members, ag_escapes, ag_verdict, ag_corpus)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + _AG_TESTS
         )
         return Draft(
@@ -2294,7 +2287,7 @@ class EncodingFix(Family):
             + f"EF_WORDS = {EF_WORDS!r}\nEF_KINDS = {EF_KINDS!r}\n\n"
             + _sources(ef_text, ef_file, ef_detect, ef_convert)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + checks
         )
         return Draft(

@@ -13,13 +13,18 @@ import functools
 import gzip
 import hashlib
 import inspect
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import ALL_LEVELS, Rule
-from tmax.generate.families._common import LANGUAGE_NAMES, bullets, numbered, program_path
+from tmax.generate.families._common import (
+    LANGUAGE_NAMES,
+    bullets,
+    numbered,
+    program_path,
+    settings_lines,
+)
 from tmax.generate.family import Draft, Family, RenderContext, register
 
 PROGRAM_VERIFIERS = frozenset({"fuzz_equivalence", "adversarial_corpus"})
@@ -790,10 +795,8 @@ def answer_http(path):
             _test_head(language, program)
             + "\n\n"
             + _AUTH_ALL
-            + "\n\nCFG_JSON = "
-            + repr(json.dumps(params))
-            + "\nCFG = json.loads(CFG_JSON)"
-            + "\n"
+            + "\n\n"
+            + settings_lines(params)
             + _AUTH_TESTS
         )
         return Draft(
@@ -1514,10 +1517,8 @@ class UploadNameFilter(Family):
             _test_head(language, program)
             + "\n\n"
             + _sources(upload_decode, upload_verdict, upload_line, upload_names)
-            + "\n\nCFG_JSON = "
-            + repr(json.dumps(params))
-            + "\nCFG = json.loads(CFG_JSON)"
-            + "\n"
+            + "\n\n"
+            + settings_lines(params)
             + _UPLOAD_TESTS
         )
         return Draft(
@@ -2132,10 +2133,8 @@ class SealedTokens(Family):
             _test_head(language, program)
             + "\n\n"
             + _sources(seal, unseal, seal_texts, seal_tamper)
-            + "\n\nCFG_JSON = "
-            + repr(json.dumps(params))
-            + "\nCFG = json.loads(CFG_JSON)"
-            + "\n"
+            + "\n\n"
+            + settings_lines(params)
             + _SEAL_TESTS
         )
         return Draft(
@@ -2723,10 +2722,8 @@ class PasswordAudit(Family):
                 pw_crack,
             )
             + f"\n\nPW_WORDS = {PW_WORDS!r}\n"
-            + "\nCFG_JSON = "
-            + repr(json.dumps(params))
-            + "\nCFG = json.loads(CFG_JSON)"
             + "\n"
+            + settings_lines(params)
             + _PW_TESTS
         )
         return Draft(

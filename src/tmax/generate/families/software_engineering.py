@@ -10,12 +10,11 @@ security module and is reused here.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import bullets, numbered, program_path
+from tmax.generate.families._common import bullets, numbered, program_path, settings_lines
 from tmax.generate.families.security import (
     _SERVER_FRAME,
     _build_step,
@@ -31,13 +30,6 @@ from tmax.generate.families.security import (
     _test_head,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
-
-
-def _settings(params: dict) -> str:
-    """The tests' settings: ``CFG_JSON`` (which the instruction–test audit reads for a
-    rule's ``when``) and ``CFG``."""
-    return f"CFG_JSON = {json.dumps(params, sort_keys=True)!r}\nCFG = json.loads(CFG_JSON)\n"
-
 
 # =====================================================================================
 # software_engineering.kv_journal
@@ -703,7 +695,7 @@ def answer_http(path):
             + "\n\n"
             + _sources(kv_op, kv_replay, kv_dump, kv_load, kv_stats, kv_keys, kv_journal)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + _KV_TESTS
         )
         return Draft(
@@ -1323,7 +1315,7 @@ class BuildOrder(Family):
             + f"BO_NAMES = {BO_NAMES!r}\nBO_EXTERNAL = {BO_EXTERNAL!r}\n\n"
             + _sources(bo_parse, bo_order, bo_waves, bo_rebuild, bo_graph, bo_manifest)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + named(_BO_TESTS)
         )
         return Draft(
@@ -2054,7 +2046,7 @@ class RationalCalc(Family):
             + "\n\n"
             + _sources(rc_eval, rc_expression)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + named(_RC_TESTS)
         )
         return Draft(
@@ -3061,7 +3053,7 @@ class SemverPick(Family):
             + "\n\n"
             + _sources(sv_constraint, sv_world, sv_index_text)
             + "\n\n"
-            + _settings(params)
+            + settings_lines(params)
             + named(_SV_TESTS)
         )
         return Draft(
