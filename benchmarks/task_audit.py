@@ -28,9 +28,10 @@ from tmax.generate.stage import (
     audit_outcome,
     audit_table,
     audit_task_dir,
+    skill_outcomes,
     skills_table,
 )
-from tmax.tasks import write_task
+from tmax.tasks import read_task, write_task
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,15 +44,11 @@ def main() -> None:
     skills: dict[str, Counter[str]] = defaultdict(Counter)
     with tempfile.TemporaryDirectory() as tmp:
         for _, task in sample.tasks(description="auditing"):
-            task_dir = write_task(task, tmp)
-            family, findings = audit_task_dir(task_dir)
+            written = read_task(write_task(task, tmp))  # as the collect stage reads it
+            family, findings = audit_task_dir(written)
             outcomes[family][audit_outcome(findings)] += 1
             reasons.update(f"{family}: {finding}" for finding in findings or ())
-            row = _row(task_dir)
-            skills[family]["realised"] += len(row["skills_realised"] or ())
-            skills[family]["not_realised"] += len(row["primitive_skills"]) - len(
-                row["skills_realised"] or ()
-            )
+            skills[family].update(skill_outcomes(_row(written)))
     seconds = time.perf_counter() - start
 
     table = audit_table(outcomes)

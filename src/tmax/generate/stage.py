@@ -232,13 +232,7 @@ def generation_report(
                 realised[axis][value] += 1
     skills: dict[str, Counter[str]] = defaultdict(Counter)
     for row in rows:
-        counts = skills[row["family"]]
-        sampled = len(row["primitive_skills"])
-        if row.get("skills_realised") is None:
-            counts["not_recorded"] += sampled
-        else:
-            counts["realised"] += len(row["skills_realised"])
-            counts["not_realised"] += sampled - len(row["skills_realised"])
+        skills[row["family"]].update(skill_outcomes(row))
     by_complexity: dict[str, list[int]] = defaultdict(list)
     for row in rows:
         by_complexity[row["task_complexity"]].append(row["solution_commands"])
@@ -270,6 +264,14 @@ def generation_report(
 
 
 SKILL_OUTCOMES = ("realised", "not_realised", "not_recorded")
+
+
+def skill_outcomes(row: Mapping[str, Any]) -> Counter[str]:
+    """How an exported row's sampled primitive skills came out (:data:`SKILL_OUTCOMES`)."""
+    sampled, realised = len(row["primitive_skills"]), row.get("skills_realised")
+    if realised is None:  # no generator recorded it (the LLM backend)
+        return Counter({"not_recorded": sampled})
+    return Counter({"realised": len(realised), "not_realised": sampled - len(realised)})
 
 
 def skills_table(counts: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
