@@ -10,12 +10,15 @@ on a second run of ``./setup.sh run``), and the script prints:
 - the wall time of the whole DAG (Snakemake's own start to end);
 - the RL reward curve: the mean of the first 3 and of the last 3 steps, and their gap;
 - held-out pass@1 (mean over runs, in %) of the SFT model, the SFT control trained for
-  RL's learner tokens, and the RL model, under each harness.
+  RL's learner tokens, and the RL model, under each harness;
+- RL minus SFT and RL minus the control on the same held-out tasks, with a paired 95%
+  bootstrap interval (``tmax.evaluate.metrics.paired_difference``, as in the report).
 
 It ends with the issue's acceptance lines: in every seed the last 3 steps' reward is at
 least 0.10 above the first 3; in at least 2 of the seeds RL's held-out pass@1 beats
-SFT's, both above 0; and, beside them, how often RL beat the control. ``--from-results``
-reads one finished run (a ``results/`` folder) instead of running anything.
+SFT's, both above 0; and, beside them, how often RL beat the control and in how many
+seeds either gap is beyond the noise. ``--from-results`` reads finished runs
+(``results/`` folders) instead of running anything.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
 
 from tests.workflow.rerun_matrix import copy_workflow_files  # noqa: E402
+from tmax.evaluate.metrics import paired_difference  # noqa: E402
 
 MODEL = "tiny-qwen3"
 VARIANTS = {"sft": f"{MODEL}-sft", "control": f"{MODEL}-control", "tmax": f"{MODEL}-tmax"}
@@ -86,20 +91,25 @@ def reward_gap(results: Path) -> tuple[list[float], float, float]:
     return rewards, statistics.mean(rewards[:3]), statistics.mean(rewards[-3:])
 
 
-def held_out(results: Path) -> dict[str, dict[str, float]]:
-    """pass@1 in % (mean over runs) by harness and variant, from each evaluation's
-    metrics.json (the statistics the report uses)."""
+def held_out(results: Path) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
+    """pass@1 in % (mean over runs) by harness and variant, and each variant's per-task
+    (successes, attempts), from each evaluation's metrics.json (the statistics the
+    report uses)."""
     table: dict[str, dict[str, float]] = defaultdict(dict)
+    per_task: dict[str, dict[str, Any]] = defaultdict(dict)
     for variant, label in VARIANTS.items():
         for metrics in sorted((results / "eval" / label / "heldout").glob("*/metrics.json")):
             for group in json.loads(metrics.read_text())["groups"]:
                 table[group["harness"]][variant] = float(group["pass_at_1_mean"])  # already in %
-    return dict(table)
+                per_task[group["harness"]][variant] = {
+                    task: (c["successes"], c["attempts"]) for task, c in group["per_task"].items()
+                }
+    return dict(table), dict(per_task)
 
 
 def report(seed: int | str, results: Path, elapsed: float | None) -> dict[str, Any]:
     rewards, first, last = reward_gap(results)
-    scores = held_out(results)
+    scores, per_task = held_out(results)
     print(f"\nseed {seed}" + (f": whole DAG {elapsed / 60:.1f} min" if elapsed else ""))
     print("  reward per step: " + " ".join(f"{r:.2f}" for r in rewards))
     print(f"  first 3 steps {first:.3f}, last 3 {last:.3f}: gap {last - first:+.3f}")
@@ -107,24 +117,30 @@ def report(seed: int | str, results: Path, elapsed: float | None) -> dict[str, A
     for harness, row in sorted(scores.items()):
         cells = "".join(f"{row[v]:>10.1f}" if v in row else f"{'-':>10}" for v in VARIANTS)
         print(f"  {harness:<24}{cells}")
-    return {"gap": last - first, "scores": scores, "elapsed": elapsed}
+    gaps = {}
+    for harness, tasks in sorted(per_task.items()):
+        for baseline in ("sft", "control"):
+            if "tmax" in tasks and baseline in tasks:
+                gap = paired_difference(tasks["tmax"], tasks[baseline])
+                if gap is not None:
+                    gaps[(harness, baseline)] = gap
+                    print(f"  RL - {baseline} under {harness}: {gap.describe()}: {gap.verdict}")
+    return {"gap": last - first, "scores": scores, "gaps": gaps, "elapsed": elapsed}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--from-results", type=Path, help="report one finished run")
+    parser.add_argument("--from-results", type=Path, nargs="+",
+                        help="report finished runs (results/ folders), one per seed")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep each seed's workflow copy")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="change the embedded config (a.b.c=YAML value), e.g. "
                              "--set generation.tier=easy")  # fmt: skip
     args = parser.parse_args()
-    if args.from_results:
-        report("(given)", args.from_results, None)
-        return
-    outcomes = []
-    for seed in args.seeds:
+    outcomes = [report(str(results), results, None) for results in args.from_results or []]
+    for seed in [] if args.from_results else args.seeds:
         workdir = Path(tempfile.mkdtemp(prefix=f"tmax-miniature-{seed}-"))
         print(f"seed {seed}: {workdir}", flush=True)
         elapsed = run_seed(seed, workdir, args.cores, args.set)
@@ -141,12 +157,20 @@ def main() -> None:
         o["scores"].get(primary, {}).get("tmax", 0) > o["scores"].get(primary, {}).get("control", 0)
         for o in outcomes
     )
-    slowest = max(o["elapsed"] for o in outcomes)
+    resolved = {
+        baseline: sum(o["gaps"].get((primary, baseline)) is not None
+                      and o["gaps"][(primary, baseline)].verdict == "ahead" for o in outcomes)
+        for baseline in ("sft", "control")
+    }  # fmt: skip
+    timed = [o["elapsed"] for o in outcomes if o["elapsed"] is not None]
     n = len(outcomes)
     print(f"\nreward gap >= 0.10 in {rising}/{n} seeds (wanted: all)")
     print(f"held-out pass@1 (tmax harness) RL > SFT > 0 in {better}/{n} seeds (wanted: >= 2 of 3)")
     print(f"RL beats the SFT control in {beats_control}/{n} seeds")
-    print(f"slowest whole DAG {slowest / 60:.1f} min (wanted: <= 15 on 2 cores)")
+    print(f"RL ahead beyond the noise (paired 95% CI above 0): of SFT in {resolved['sft']}/{n}, "
+          f"of the control in {resolved['control']}/{n} seeds")  # fmt: skip
+    if timed:
+        print(f"slowest whole DAG {max(timed) / 60:.1f} min (wanted: <= 15 on 2 cores)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """benchmarks/miniature.py reads a finished run as the report does (pass@1 is stored
-in %) and applies --set overrides to nested config keys."""
+in %, each task's successes for the paired gaps) and applies --set overrides to nested
+config keys."""
 
 from __future__ import annotations
 
@@ -21,14 +22,17 @@ def miniature() -> ModuleType:
     return module
 
 
-def test_held_out_reads_pass_at_1_in_percent(tmp_path: Path) -> None:
+def test_held_out_reads_pass_at_1_in_percent_and_the_tasks(tmp_path: Path) -> None:
     module = miniature()
     for variant, score in (("sft", 33.3), ("tmax", 50.0)):
         path = tmp_path / "eval" / f"tiny-qwen3-{variant}" / "heldout" / "tmax" / "metrics.json"
         path.parent.mkdir(parents=True)
-        group = {"harness": "tmax", "pass_at_1_mean": score}
+        per_task = {"a": {"successes": 1, "attempts": 2, "infra_failures": 0}}
+        group = {"harness": "tmax", "pass_at_1_mean": score, "per_task": per_task}
         path.write_text(json.dumps({"groups": [group]}))
-    assert module.held_out(tmp_path) == {"tmax": {"sft": 33.3, "tmax": 50.0}}
+    scores, per_task = module.held_out(tmp_path)
+    assert scores == {"tmax": {"sft": 33.3, "tmax": 50.0}}
+    assert per_task == {"tmax": {"sft": {"a": (1, 2)}, "tmax": {"a": (1, 2)}}}
 
 
 def test_set_overrides_nested_keys_as_yaml() -> None:

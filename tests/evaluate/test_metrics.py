@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from tmax.evaluate.metrics import (
+    PairedDifference,
     mean_pass_at_k,
     number_attempts,
+    paired_difference,
     pass_at_1,
     pass_at_k,
     per_run_accuracy,
@@ -395,3 +397,52 @@ def test_a_trial_read_twice_is_refused() -> None:
     record = trial("a", 0, 1.0)
     with pytest.raises(ValueError, match="read twice"):
         summarize([record, replace(record, run=1)], statistics="paper")
+
+
+# --- paired comparison -------------------------------------------------------------------
+
+
+def _tasks(*rates: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    return {f"t{index:02d}": counts for index, counts in enumerate(rates)}
+
+
+def test_a_gain_on_every_task_is_resolved_and_a_mirror_loss_too() -> None:
+    rl, sft = _tasks(*[(2, 2)] * 20), _tasks(*[(0, 2)] * 20)
+    gain = paired_difference(rl, sft)
+    assert gain == PairedDifference(20, 100.0, 100.0, 100.0, 0.95)
+    assert gain.verdict == "ahead"
+    assert paired_difference(sft, rl).verdict == "behind"
+
+
+def test_one_task_of_ten_is_not_a_difference_though_the_means_differ() -> None:
+    """A model one task ahead on 10 (5 points in the means) is within the noise: the
+    interval holds 0. A verdict by the means would call it a win."""
+    rl = _tasks((2, 2), *[(1, 2)] * 9)
+    sft = _tasks(*[(1, 2)] * 10)
+    gap = paired_difference(rl, sft)
+    assert gap is not None and gap.mean == pytest.approx(5.0)
+    assert gap.low <= 0 < gap.high and gap.verdict == "unresolved"
+    assert paired_difference(rl, sft) == gap  # seeded: the same trials, the same interval
+
+
+def test_a_steady_gain_on_most_tasks_is_resolved() -> None:
+    """16 of 20 tasks better by one attempt in two, none worse: +40 points, ahead."""
+    rl = _tasks(*[(2, 2)] * 16, *[(1, 2)] * 4)
+    sft = _tasks(*[(1, 2)] * 20)
+    gap = paired_difference(rl, sft)
+    assert gap is not None and gap.mean == pytest.approx(40.0)
+    assert 20.0 < gap.low < 40.0 < gap.high <= 50.0 and gap.verdict == "ahead"
+
+
+def test_only_tasks_both_scored_are_paired() -> None:
+    rl = {**_tasks(*[(2, 2)] * 6), "only-rl": (2, 2), "no-attempt": (0, 0)}
+    sft = {**_tasks(*[(0, 2)] * 6), "only-sft": (0, 2), "no-attempt": (0, 2)}
+    gap = paired_difference(rl, sft)
+    assert gap is not None and gap.n_tasks == 6
+    assert paired_difference({"a": (1, 1)}, {"b": (0, 1)}) is None
+
+
+def test_a_few_tasks_are_too_few_for_a_verdict() -> None:
+    gap = paired_difference(_tasks(*[(2, 2)] * 4), _tasks(*[(0, 2)] * 4))
+    assert gap is not None and gap.mean == 100.0 and gap.verdict == "too_few_tasks"
+    assert gap.describe() == "+100.0 points (95% CI +100.0 to +100.0, 4 paired tasks)"

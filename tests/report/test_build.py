@@ -64,9 +64,13 @@ def test_infrastructure_errors_score_zero_and_are_counted(run_files: list[Path])
     assert base.pass_at_1 == pytest.approx(50.0)
     assert base.pass_at_1_std == pytest.approx(100 / 6)  # population std of 1/3, 2/3
     assert (base.n_tasks, base.n_runs, base.n_trials, base.n_infra) == (3, 2, 6, 1)
+    # per task (successes, scored attempts): the infra error a scored 0, the
+    # budget-exhausted b a 0
+    assert base.per_task == {"a": (2, 2), "b": (0, 2), "c": (1, 2)}
     trained = by_variant["tmax"]
     assert trained.pass_at_1 == pytest.approx(100 * (2 / 3 + 1) / 2)
     assert trained.n_infra == 0
+    assert trained.per_task == {"a": (2, 2), "b": (2, 2), "c": (1, 2)}
 
 
 def test_the_other_convention_leaves_infrastructure_errors_out(run_files: list[Path]) -> None:
@@ -77,6 +81,7 @@ def test_the_other_convention_leaves_infrastructure_errors_out(run_files: list[P
     assert base.pass_at_1 == pytest.approx(100 * (1 / 2 + 2 / 3) / 2)
     assert base.pass_at_1_std == pytest.approx(100 * (1 / 6) / 2**0.5)  # sample std
     assert base.n_infra == 1
+    assert base.per_task["c"] == (1, 1)  # the infra error left out
     assert by_variant["tmax"].pass_at_1_std == pytest.approx(100 * (1 / 3) / 2**0.5)
 
 
@@ -302,23 +307,55 @@ def test_tables_and_metrics_agree_on_the_same_jobs(tmp_path: Path, statistics: s
         assert int(row["n_runs"]) == group["n_runs"]
 
 
-def _held_out(variant: str, harness: str, pass_at_1: float | None) -> Measurement:
-    return Measurement("tiny", variant, "heldout", harness, pass_at_1, 0.0, 10, 2, 20, 0)
+def _held_out(
+    variant: str, harness: str, pass_at_1: float | None, solved: int | None = None
+) -> Measurement:
+    """10 held-out tasks × 2 runs; ``solved`` tasks passed twice, the rest never (no
+    per-task counts when None)."""
+    per_task = {} if solved is None else {f"t{i}": (2 * (i < solved), 2) for i in range(10)}
+    return Measurement("tiny", variant, "heldout", harness, pass_at_1, 0.0, 10, 2, 20, 0,
+                       per_task=per_task)  # fmt: skip
 
 
-def test_the_report_says_where_the_sft_control_matches_or_beats_rl() -> None:
+def test_the_report_credits_rl_only_with_a_gain_beyond_the_noise() -> None:
     measurements = [
-        _held_out("sft", "tmax", 20.0), _held_out("control", "tmax", 30.0),
-        _held_out("tmax", "tmax", 45.0),
-        _held_out("sft", "terminus-2", 10.0), _held_out("control", "terminus-2", 25.0),
-        _held_out("tmax", "terminus-2", 25.0),
-        _held_out("tmax", "openhands", 5.0),  # no control measured: no verdict
+        # RL solves 7 tasks where the control solves 1 and SFT 2: a resolved gain
+        _held_out("sft", "tmax", 20.0, 2), _held_out("control", "tmax", 10.0, 1),
+        _held_out("tmax", "tmax", 70.0, 7),
+        # one task more than the control (10 points in the means): not resolved
+        _held_out("sft", "terminus-2", 30.0, 3), _held_out("control", "terminus-2", 20.0, 2),
+        _held_out("tmax", "terminus-2", 30.0, 3),
+        _held_out("tmax", "openhands", 5.0, 1),  # no baseline measured: no verdict
     ]  # fmt: skip
-    ahead, behind = control_verdicts(measurements)
-    assert (
-        ahead == "RL beats the SFT control trained for the same learner tokens on heldout "
-        "under tmax (45.0 vs 30.0)."
+    notes = control_verdicts(measurements)
+    assert len(notes) == 4 and not any("openhands" in note for note in notes)
+    rl_control, rl_sft = (n for n in notes if "under tmax" in n)
+    assert rl_control.startswith(
+        "RL beats the SFT control trained for the same learner tokens on heldout under tmax "
+        "(70.0 vs 10.0): +60.0 points (95% CI"
     )
-    assert "matches or beats RL on heldout under terminus-2 (25.0 vs 25.0)" in behind
-    assert "not evidence for RL" in behind and "openhands" not in ahead + behind
-    assert control_verdicts(measurements[:3]) == [ahead]
+    assert rl_control.endswith("10 paired tasks): a gain that can be credited to RL.")
+    assert rl_sft.startswith("RL beats the SFT model RL started from on heldout under tmax")
+    control_t2, sft_t2 = (n for n in notes if "terminus-2" in n)
+    assert control_t2.startswith(
+        "RL and the SFT control trained for the same learner tokens are not told apart on "
+        "heldout under terminus-2 (30.0 vs 20.0): RL +10.0 points"
+    )
+    assert control_t2.endswith("the interval holds 0; no gain can be credited to RL.")
+    assert "not told apart" in sft_t2 and "+0.0 points" in sft_t2
+
+
+def test_the_report_says_where_a_baseline_beats_rl() -> None:
+    behind = control_verdicts(
+        [_held_out("control", "tmax", 80.0, 8), _held_out("tmax", "tmax", 10.0, 1)]
+    )
+    assert behind == [
+        "The SFT control trained for the same learner tokens beats RL on heldout under tmax "
+        "(10.0 vs 80.0): RL -70.0 points (95% CI -100.0 to -40.0, 10 paired tasks)."
+    ]
+    # without per-task counts (hand-made measurements) the means are compared, and said so
+    means = control_verdicts([_held_out("control", "tmax", 30.0), _held_out("tmax", "tmax", 45.0)])
+    assert means == [
+        "RL is above the SFT control trained for the same learner tokens on heldout under "
+        "tmax (45.0 vs 30.0), by the means only (no paired tasks)."
+    ]

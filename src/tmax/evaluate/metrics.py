@@ -289,6 +289,77 @@ def task_counts(records: Iterable[TrialRecord]) -> dict[str, tuple[int, int]]:
     return {task: (n, c) for task, (n, c) in sorted(counts.items())}
 
 
+# --- paired comparison -----------------------------------------------------------------
+
+MIN_PAIRED_TASKS = 5
+"""Fewer tasks scored by both models than this, and no difference is called resolved."""
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """pass@1 of model A minus model B, in points, on the tasks both were scored on.
+
+    Each task's success rate over its attempts is taken for each model, and ``mean`` is
+    the mean over tasks of A's rate minus B's. ``low``/``high`` bound it at ``level``
+    by a paired bootstrap over those tasks (tasks drawn with replacement, both models'
+    rates of a task kept together), so it carries the noise of which tasks were drawn
+    and of each task's few attempts. Two samplings of one model differ by several
+    points on a few dozen tasks: a gap whose interval holds 0 is not a difference.
+    """
+
+    n_tasks: int
+    mean: float
+    low: float
+    high: float
+    level: float
+
+    @property
+    def verdict(self) -> str:
+        """``ahead`` (A above B: the interval above 0), ``behind`` (below 0),
+        ``unresolved`` (it holds 0) or ``too_few_tasks``."""
+        if self.n_tasks < MIN_PAIRED_TASKS:
+            return "too_few_tasks"
+        if self.low > 0:
+            return "ahead"
+        if self.high < 0:
+            return "behind"
+        return "unresolved"
+
+    def describe(self) -> str:
+        """``+15.0 points (95% CI +5.0 to +25.0, 10 paired tasks)``."""
+        return (
+            f"{self.mean:+.1f} points ({100 * self.level:.0f}% CI {self.low:+.1f} to "
+            f"{self.high:+.1f}, {self.n_tasks} paired tasks)"
+        )
+
+
+def paired_difference(
+    a: Mapping[str, tuple[int, int]],
+    b: Mapping[str, tuple[int, int]],
+    *,
+    level: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> PairedDifference | None:
+    """A minus B (:class:`PairedDifference`) from each model's task → (successes,
+    scored attempts), as :func:`task_counts` or ``GroupSummary.per_task`` give them.
+    Only tasks both scored are compared; None when there is none. The bootstrap is
+    seeded, so one set of trials always gives the same interval."""
+    import numpy as np
+
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    shared = sorted(task for task in a.keys() & b.keys() if a[task][1] > 0 and b[task][1] > 0)
+    if not shared:
+        return None
+    gaps = np.array([a[t][0] / a[t][1] - b[t][0] / b[t][1] for t in shared]) * 100.0
+    draws = np.random.default_rng(seed).integers(0, len(shared), size=(resamples, len(shared)))
+    means = gaps[draws].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return PairedDifference(len(shared), float(gaps.mean()), float(low), float(high), level)
+
+
 # --- summaries -------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS_NOTES
+from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS_NOTES, paired_difference
 from tmax.report.ingest import VARIANTS, DatasetReport, Measurement
 from tmax.report.tables import NOT_RUN, Cell, PaperValues, Table, missing, ordered_union
 
@@ -159,29 +159,58 @@ def cross_harness(
     )
 
 
+#: What RL is compared with, and what a verdict about each says.
+RL_BASELINES = (
+    ("control", "the SFT control trained for the same learner tokens"),
+    ("sft", "the SFT model RL started from"),
+)
+
+
 def control_verdicts(measurements: Iterable[Measurement]) -> list[str]:
-    """For each benchmark and harness where both were measured, whether RL (tmax) beat
-    the SFT control trained for RL's learner tokens (variant control): only a gain over
-    the control can be credited to RL."""
+    """For each benchmark and harness where RL (variant tmax) and a baseline were both
+    measured, whether RL is ahead of the SFT control trained for RL's learner tokens
+    (only a gain over it can be credited to RL) and of the SFT model it started from.
+
+    The verdict is a paired comparison on the tasks both were scored on
+    (:func:`~tmax.evaluate.metrics.paired_difference`): a gap whose 95% interval holds 0
+    is reported as not resolved, however the means compare, because two samplings of
+    one model differ by as much on a few dozen tasks. Measurements without per-task
+    counts are compared by their means, and the note says so."""
     found = {(m.benchmark, m.harness, m.variant): m for m in measurements}
-    ahead, behind = [], []
-    for (benchmark, harness, variant), rl in sorted(found.items()):
-        control = found.get((benchmark, harness, "control"))
-        if variant != "tmax" or control is None:
-            continue
-        if rl.pass_at_1 is None or control.pass_at_1 is None:
-            continue
-        where = f"{benchmark} under {harness} ({rl.pass_at_1:.1f} vs {control.pass_at_1:.1f})"
-        (ahead if rl.pass_at_1 > control.pass_at_1 else behind).append(where)
     notes = []
-    if ahead:
-        notes.append("RL beats the SFT control trained for the same learner tokens on "
-                     + "; ".join(ahead) + ".")  # fmt: skip
-    if behind:
-        notes.append("The SFT control trained for the same learner tokens matches or beats "
-                     "RL on " + "; ".join(behind) + ": there, a gain over the SFT model is "
-                     "not evidence for RL.")  # fmt: skip
+    for (benchmark, harness, variant), rl in sorted(found.items()):
+        if variant != "tmax" or rl.pass_at_1 is None:
+            continue
+        for name, baseline_text in RL_BASELINES:
+            baseline = found.get((benchmark, harness, name))
+            if baseline is None or baseline.pass_at_1 is None:
+                continue
+            where = (f"on {benchmark} under {harness} "
+                     f"({rl.pass_at_1:.1f} vs {baseline.pass_at_1:.1f})")  # fmt: skip
+            notes.append(_rl_verdict(rl, baseline, baseline_text, where, name == "control"))
     return notes
+
+
+def _rl_verdict(
+    rl: Measurement, baseline: Measurement, baseline_text: str, where: str, control: bool
+) -> str:
+    """One sentence: RL against one baseline (:func:`control_verdicts`)."""
+    other = baseline_text[:1].upper() + baseline_text[1:]
+    gap = paired_difference(rl.per_task, baseline.per_task)
+    if gap is None:  # no per-task counts, or no task both were scored on
+        assert rl.pass_at_1 is not None and baseline.pass_at_1 is not None
+        if rl.pass_at_1 > baseline.pass_at_1:
+            return f"RL is above {baseline_text} {where}, by the means only (no paired tasks)."
+        return f"{other} matches or beats RL {where}, by the means only (no paired tasks)."
+    if gap.verdict == "ahead":
+        credit = ": a gain that can be credited to RL" if control else ""
+        return f"RL beats {baseline_text} {where}: {gap.describe()}{credit}."
+    if gap.verdict == "behind":
+        return f"{other} beats RL {where}: RL {gap.describe()}."
+    reason = "too few paired tasks" if gap.verdict == "too_few_tasks" else "the interval holds 0"
+    consequence = "; no gain can be credited to RL" if control else ""
+    return (f"RL and {baseline_text} are not told apart {where}: RL {gap.describe()}, "
+            f"{reason}{consequence}.")  # fmt: skip
 
 
 def cross_task(measurements: Sequence[Measurement], paper: PaperValues, model: str | None) -> Table:

@@ -64,6 +64,10 @@ class Measurement:
     pass_at_k: dict[int, float] = field(default_factory=dict)
     statistics: str = DEFAULT_STATISTICS
     sources: tuple[str, ...] = ()
+    per_task: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """task → (successes, scored attempts) under ``statistics``: what a paired
+    comparison of two models on the same tasks needs
+    (:func:`~tmax.evaluate.metrics.paired_difference`)."""
 
     @property
     def label(self) -> str:
@@ -100,6 +104,10 @@ def measure(
                 pass_at_k=dict(group.pass_at_k),
                 statistics=statistics,
                 sources=tuple(sorted(sources[key])),
+                per_task={
+                    task: (counts["successes"], counts["attempts"])
+                    for task, counts in group.per_task.items()
+                },
             )
         )
     return measurements
