@@ -222,8 +222,9 @@ def _report_tables(args: argparse.Namespace) -> int:
         combined=combined,
         reference=args.reference_model,
         statistics=args.statistics,
+        evaluations=args.out / "evaluations.parquet",
     )
-    print(f"tables: {args.out}/ (all in {combined})")
+    print(f"tables: {args.out}/ (all in {combined}; the trials in {args.out}/evaluations.parquet)")
     return 0
 
 

@@ -7,6 +7,7 @@ import csv
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT
@@ -220,6 +221,12 @@ def test_cli_tabulates_job_folders(tmp_path: Path, capsys) -> None:
         "tmax-qwen3-8b/tmax-heldout/tmax": "66.7 ± 23.6",
     }
     assert not (out / "evaluations.md").exists()
+    # the trials the tables came from, one row each, labelled as the tables label them
+    trials = pq.read_table(out / "evaluations.parquet").to_pylist()
+    assert len(trials) == sum(1 for _ in HARBOR_JOBS.glob("*/*/result.json"))
+    assert {(t["model"], t["variant"], t["benchmark"]) for t in trials} == {
+        ("qwen3-8b", "base", "hello-bench"), ("tmax-qwen3-8b", "base", "tmax-heldout"),
+    }  # fmt: skip
 
 
 def test_cli_reports_an_unreadable_job_as_an_error(tmp_path: Path, capsys) -> None:
