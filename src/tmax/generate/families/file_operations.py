@@ -2045,7 +2045,9 @@ _EF_STEMS = (
     "rates",
     "contacts",
 )
-_EF_THRESHOLDS = {1: (0.6, 0.65, 0.7), 2: (0.75, 0.8), 3: (0.85, 0.9), 4: (1.0,)}
+# Below 1 at every level: a metric task that needs every file is an exact task, and its
+# instruction would ask for "at least 100%" (level 4's 18 files: one may be wrong).
+_EF_THRESHOLDS = {1: (0.6, 0.65, 0.7), 2: (0.75, 0.8), 3: (0.85, 0.9), 4: (0.9,)}
 _EF_LEADS = (
     "Tell the encodings apart like this:",
     "Decide each file's encoding by these checks, in this order:",

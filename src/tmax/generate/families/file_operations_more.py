@@ -1110,7 +1110,7 @@ class ArchiveAudit(Family):
         body = opener + " Don't modify the deliveries; check them and give me:\n\n" + bullets(asks)
         if code:
             body += (
-                f"\n\nWe get these every week, so write the check as a reusable "
+                f"\n\nMore deliveries like these will come, so write the check as a reusable "
                 f"{LANGUAGE_NAMES[lang]} program at `{prog}`: `MANIFEST ARCHIVE...` "
                 f"(tar with any compression, or zip) prints the {_base(report)} content "
                 "to stdout."
