@@ -45,6 +45,7 @@ rule sft_control:
         "results/logs/rl/{model}/control.log",
     benchmark:
         "results/benchmarks/rl/{model}/control.tsv"
+    priority: 10  # its evaluations wait for it; the RL model's do not
     conda:
         "../envs/evaluate.yaml"
     threads: 2
@@ -91,9 +92,12 @@ rule rl_train:
         "results/logs/rl/{model}/train.log",
     benchmark:
         "results/benchmarks/rl/{model}/train.tsv"
+    # The critical path: started before the evaluation jobs that became ready with it.
+    priority: 10
     conda:
         "../envs/evaluate.yaml"
-    threads: 8  # at most --cores locally; the slurm profile sets cpus_per_task
+    # rl.threads, at most --cores locally; the slurm profile sets cpus_per_task
+    threads: lambda wildcards: rl_config(wildcards.model)["threads"]
     resources:
         # A Slurm job of rl.training_nodes + rl.inference_nodes nodes (ignored locally).
         nodes=lambda wildcards: training_job(wildcards.model)["nodes"],

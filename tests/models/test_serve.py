@@ -36,7 +36,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
     log_path = tmp_path_factory.mktemp("serve") / "server.log"
-    with ModelServer.transformers(model_dir, log_path=log_path) as running:
+    with ModelServer.transformers(model_dir, log_path=log_path, threads=1) as running:
         yield running
 
 
@@ -47,6 +47,18 @@ def client(server: ModelServer) -> openai.OpenAI:
 
 # ------------------------------------------------------------------------------------------
 # A real transformers serve
+
+
+@pytest.mark.slow
+def test_the_server_runs_with_the_threads_it_was_given(
+    server: ModelServer, model_dir: Path
+) -> None:
+    """An evaluation job's server takes the job's threads, not every core."""
+    assert server.process is not None
+    environ = Path(f"/proc/{server.process.pid}/environ").read_bytes().split(b"\0")
+    assert b"OMP_NUM_THREADS=1" in environ
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        ModelServer.transformers(model_dir, threads=0)
 
 
 @pytest.mark.slow

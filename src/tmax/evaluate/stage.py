@@ -140,11 +140,15 @@ def run_settings(evaluation: Mapping[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def serve_model(
-    model: Mapping[str, Any], model_dir: Path | None, engine: str, log_path: Path
+    model: Mapping[str, Any],
+    model_dir: Path | None,
+    engine: str,
+    log_path: Path,
+    threads: int | None = None,
 ) -> Iterator[Any]:
     """A chat client for a config ``models`` entry: its endpoint when it has one, else
-    a server started for the job (``transformers serve`` on CPU, ``vllm serve`` on GPU)
-    and stopped afterwards."""
+    a server started for the job (``transformers serve`` on CPU with ``threads`` CPU
+    threads, ``vllm serve`` on GPU) and stopped afterwards."""
     from tmax.models.client import CompletionsChatModel, OpenAIChatModel
     from tmax.models.serve import ModelServer
 
@@ -165,7 +169,7 @@ def serve_model(
                 f"model {model['name']}: `transformers serve` needs a local model folder; "
                 "give the model an endpoint or use evaluation.engine: vllm"
             )
-        server = ModelServer.transformers(model_dir, log_path=log_path)
+        server = ModelServer.transformers(model_dir, log_path=log_path, threads=threads)
     with server:
         if engine == "transformers" and model_dir is not None:
             # Rendered and parsed here: transformers serve answers HTTP 500 when the
@@ -225,7 +229,10 @@ def evaluate_run(
         runs=[run],
     )
     run_id = os.environ.get("TMAX_RUN_ID") or f"eval-{os.getpid()}"
-    with serve_model(model, model_dir, evaluation["engine"], server_log) as client:
+    # The server gets the job's threads (one per trial played at once).
+    with serve_model(
+        model, model_dir, evaluation["engine"], server_log, threads=concurrency
+    ) as client:
         results = run_trials(
             specs,
             client,

@@ -25,6 +25,7 @@ OPERATIONAL_SETTINGS = frozenset(
         "gradient_checkpointing",
         "sequence_parallel_size",
         # concurrency
+        "threads",
         "rollout_workers",
         "groups_in_flight",
         # faults and time
