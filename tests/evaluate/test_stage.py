@@ -42,7 +42,7 @@ def test_a_harness_cap_picks_the_stable_subset_of_the_manifest(
     planned: list[str] = []
 
     @contextlib.contextmanager
-    def no_server(*args: Any) -> Iterator[None]:
+    def no_server(*args: Any, **kwargs: Any) -> Iterator[None]:
         yield None
 
     def record(specs: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
