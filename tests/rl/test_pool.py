@@ -57,7 +57,7 @@ def test_the_pool_is_the_tasks_nearest_an_even_chance(
     monkeypatch.setattr(pool, "expert_probabilities", fake)
     rows = [
         {"task_id": name, "instruction": f"Do task {name}.",
-         "files": [{"path": "solution/solve.sh", "data": b"true\n"}]}
+         "files": [{"path": "solution/solve.sh", "data": f"echo {name}\n".encode()}]}
         for name in chance
     ] + [{"task_id": "unsolved", "instruction": "Do task unsolved.", "files": []}]  # fmt: skip
     rl = {"max_tool_calls": 3, "temperature": 1.0, "group_size": 4}
@@ -69,3 +69,31 @@ def test_the_pool_is_the_tasks_nearest_an_even_chance(
     assert ranked[0]["informative_share"] == pytest.approx(informative_share(0.5, 4))
     assert ranked[-1]["expert_probability"] is None
     assert not math.isnan(ranked[-2]["informative_share"])
+
+
+def test_the_pool_takes_one_task_per_reference_solution(
+    monkeypatch: pytest.MonkeyPatch, tokenizer: Any
+) -> None:
+    """Tasks with the same reference solution (they differ in persona only) are one task
+    to the policy: the pool takes the best of them and moves on; the duplicates fill the
+    pool only when too few solutions are distinct."""
+    chance = {"a1": 0.5, "a2": 0.5, "a3": 0.49, "b1": 0.45, "c1": 0.1, "b2": 0.3}
+    solution = {"a1": "cp x y", "a2": "cp x y", "a3": "cp x y\n", "b1": "sort x", "b2": "sort x",
+                "c1": "wc -l x"}  # fmt: skip
+
+    def fake(model: Any, examples: Any, temperature: float) -> list[float]:
+        texts = [tokenizer.decode(ids) for ids, _ in examples]
+        return [next(p for name, p in chance.items() if f"task {name}." in t) for t in texts]
+
+    monkeypatch.setattr(pool, "expert_probabilities", fake)
+    rows = [
+        {"task_id": name, "instruction": f"Do task {name}.",
+         "files": [{"path": "solution/solve.sh", "data": f"{solution[name]}\n".encode()}]}
+        for name in chance
+    ]  # fmt: skip
+    rl = {"max_tool_calls": 3, "temperature": 1.0, "group_size": 4}
+    chosen, ranked = choose_pool(None, tokenizer, rows, rl=rl, limit=3)  # type: ignore[arg-type]
+    assert [r["task_id"] for r in chosen] == ["a1", "b1", "c1"]
+    assert len(ranked) == len(rows)  # every estimate is kept
+    chosen, _ = choose_pool(None, tokenizer, rows, rl=rl, limit=5)  # type: ignore[arg-type]
+    assert [r["task_id"] for r in chosen] == ["a1", "b1", "c1", "a2", "a3"]
