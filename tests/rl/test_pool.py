@@ -43,25 +43,37 @@ def test_expert_probability_is_the_sampling_probability_of_the_masked_tokens(
         assert got[1] == pytest.approx(float(probs[1, 13] * probs[2, 16]), rel=1e-4)
 
 
-def test_the_pool_is_the_tasks_nearest_an_even_chance(
-    monkeypatch: pytest.MonkeyPatch, model_dir: Path, tokenizer: Any
-) -> None:
-    """Given each task's estimate, the pool is those whose groups disagree most often
-    (not the easiest, not the hardest); a task without a reference solution comes last."""
-    chance = {"sure": 0.99, "even": 0.5, "hopeless": 1e-6, "often": 0.7, "rarely": 0.2}
+RL = {"max_tool_calls": 3, "temperature": 1.0, "group_size": 4}
+
+
+def solved_rows(
+    monkeypatch: pytest.MonkeyPatch, tokenizer: Any, chance: dict[str, float],
+    solutions: dict[str, str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """A training row per task name with its reference solution, and the expert
+    probabilities stubbed to ``chance`` (read back from each example's instruction)."""
 
     def fake(model: Any, examples: Any, temperature: float) -> list[float]:
         texts = [tokenizer.decode(ids) for ids, _ in examples]
         return [next(p for name, p in chance.items() if f"task {name}." in t) for t in texts]
 
     monkeypatch.setattr(pool, "expert_probabilities", fake)
-    rows = [
+    return [
         {"task_id": name, "instruction": f"Do task {name}.",
-         "files": [{"path": "solution/solve.sh", "data": f"echo {name}\n".encode()}]}
+         "files": [{"path": "solution/solve.sh", "data": f"{solutions[name]}\n".encode()}]}
         for name in chance
-    ] + [{"task_id": "unsolved", "instruction": "Do task unsolved.", "files": []}]  # fmt: skip
-    rl = {"max_tool_calls": 3, "temperature": 1.0, "group_size": 4}
-    chosen, ranked = choose_pool(None, tokenizer, rows, rl=rl, limit=3)  # type: ignore[arg-type]
+    ]  # fmt: skip
+
+
+def test_the_pool_is_the_tasks_nearest_an_even_chance(
+    monkeypatch: pytest.MonkeyPatch, model_dir: Path, tokenizer: Any
+) -> None:
+    """Given each task's estimate, the pool is those whose groups disagree most often
+    (not the easiest, not the hardest); a task without a reference solution comes last."""
+    chance = {"sure": 0.99, "even": 0.5, "hopeless": 1e-6, "often": 0.7, "rarely": 0.2}
+    rows = solved_rows(monkeypatch, tokenizer, chance, {name: f"echo {name}" for name in chance})
+    rows.append({"task_id": "unsolved", "instruction": "Do task unsolved.", "files": []})
+    chosen, ranked = choose_pool(None, tokenizer, rows, rl=RL, limit=3)  # type: ignore[arg-type]
     assert [r["task_id"] for r in chosen] == ["even", "often", "rarely"]
     assert [e["task_id"] for e in ranked] == ["even", "often", "rarely", "sure", "hopeless",
                                               "unsolved"]  # fmt: skip
@@ -80,20 +92,9 @@ def test_the_pool_takes_one_task_per_reference_solution(
     chance = {"a1": 0.5, "a2": 0.5, "a3": 0.49, "b1": 0.45, "c1": 0.1, "b2": 0.3}
     solution = {"a1": "cp x y", "a2": "cp x y", "a3": "cp x y\n", "b1": "sort x", "b2": "sort x",
                 "c1": "wc -l x"}  # fmt: skip
-
-    def fake(model: Any, examples: Any, temperature: float) -> list[float]:
-        texts = [tokenizer.decode(ids) for ids, _ in examples]
-        return [next(p for name, p in chance.items() if f"task {name}." in t) for t in texts]
-
-    monkeypatch.setattr(pool, "expert_probabilities", fake)
-    rows = [
-        {"task_id": name, "instruction": f"Do task {name}.",
-         "files": [{"path": "solution/solve.sh", "data": f"{solution[name]}\n".encode()}]}
-        for name in chance
-    ]  # fmt: skip
-    rl = {"max_tool_calls": 3, "temperature": 1.0, "group_size": 4}
-    chosen, ranked = choose_pool(None, tokenizer, rows, rl=rl, limit=3)  # type: ignore[arg-type]
+    rows = solved_rows(monkeypatch, tokenizer, chance, solution)
+    chosen, ranked = choose_pool(None, tokenizer, rows, rl=RL, limit=3)  # type: ignore[arg-type]
     assert [r["task_id"] for r in chosen] == ["a1", "b1", "c1"]
     assert len(ranked) == len(rows)  # every estimate is kept
-    chosen, _ = choose_pool(None, tokenizer, rows, rl=rl, limit=5)  # type: ignore[arg-type]
+    chosen, _ = choose_pool(None, tokenizer, rows, rl=RL, limit=5)  # type: ignore[arg-type]
     assert [r["task_id"] for r in chosen] == ["a1", "b1", "c1", "a2", "a3"]

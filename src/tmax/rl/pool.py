@@ -99,10 +99,10 @@ def choose_pool(
     settings = harness_settings(rl)
     temperature = float(rl["temperature"])
     group = int(rl["group_size"])
-    solved = [i for i, row in enumerate(rows) if solution_of(row).strip()]
+    solutions = [solution_of(row) for row in rows]
+    solved = [i for i, solution in enumerate(solutions) if solution.strip()]
     conversations = [
-        solution_conversation(rows[i]["instruction"], solution_of(rows[i]), settings)
-        for i in solved
+        solution_conversation(rows[i]["instruction"], solutions[i], settings) for i in solved
     ]
     examples = [tokenize_conversation(tokenizer, *conversation) for conversation in conversations]
     probability = dict(zip(solved, expert_probabilities(model, examples, temperature), strict=True))
@@ -115,7 +115,7 @@ def choose_pool(
     order = sorted(
         range(len(rows)), key=lambda i: (-estimates[i]["informative_share"], rows[i]["task_id"])
     )
-    picked = distinct_solutions(order, [solution_of(row).strip() for row in rows], limit)
+    picked = distinct_solutions(order, [solution.strip() for solution in solutions], limit)
     chosen = [rows[i] for i in picked]
     ranked = [estimates[i] for i in order]
     shares = [estimates[i]["informative_share"] for i in picked]
