@@ -98,3 +98,23 @@ def test_the_pool_takes_one_task_per_reference_solution(
     assert len(ranked) == len(rows)  # every estimate is kept
     chosen, _ = choose_pool(None, tokenizer, rows, rl=RL, limit=5)  # type: ignore[arg-type]
     assert [r["task_id"] for r in chosen] == ["a1", "b1", "c1", "a2", "a3"]
+
+
+def test_the_run_records_which_tasks_it_chose(
+    monkeypatch: pytest.MonkeyPatch, tokenizer: Any
+) -> None:
+    """curve.json's ``pool`` names the chosen tasks: with one task per solution they are
+    not the first entries of the ranking (a2 and a3 rank above b1 but repeat a1)."""
+    from tmax.rl import stage
+
+    chance = {"a1": 0.5, "a2": 0.5, "a3": 0.49, "b1": 0.45, "c1": 0.1}
+    solution = {"a1": "cp x y", "a2": "cp x y", "a3": "cp x y", "b1": "sort x", "c1": "wc -l x"}
+    rows = solved_rows(monkeypatch, tokenizer, chance, solution)
+    monkeypatch.setattr(stage, "training_rows", lambda *args, **kwargs: rows)
+    monkeypatch.setattr(stage, "_load", lambda model_dir: (None, tokenizer))
+    rl = {**RL, "max_train_tasks": 3, "train_tasks": "informative"}
+    chosen, recorded = stage.rl_pool(Path("unused"), Path("unused"), rl=rl,
+                                     heldout_fraction=0.1, seed=1)  # fmt: skip
+    assert recorded is not None
+    assert recorded["chosen"] == [row["task_id"] for row in chosen] == ["a1", "b1", "c1"]
+    assert [e["task_id"] for e in recorded["tasks"]][:3] == ["a1", "a2", "a3"]

@@ -394,7 +394,8 @@ def rl_pool(
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The tasks RL draws from: at most ``rl.max_train_tasks`` training tasks, chosen as
     ``rl.train_tasks`` says (:mod:`tmax.rl.pool`); with ``informative``, also what was
-    estimated (the starting policy ``model_dir`` scores every training task once)."""
+    estimated (the starting policy ``model_dir`` scores every training task once): the
+    chosen task ids under ``chosen``, every task's estimate under ``tasks``, best first."""
     limit = rl["max_train_tasks"]
     informative = rl["train_tasks"] == "informative" and limit is not None
     rows = training_rows(
@@ -408,8 +409,13 @@ def rl_pool(
     torch.set_num_threads(threads)
     model, tokenizer = _load(Path(model_dir))
     chosen, ranked = choose_pool(model, tokenizer, rows, rl=rl, limit=limit)
-    return list(chosen), {"choice": "informative", "group_size": rl["group_size"],
-                          "temperature": rl["temperature"], "tasks": ranked}  # fmt: skip
+    return list(chosen), {
+        "choice": "informative",
+        "group_size": rl["group_size"],
+        "temperature": rl["temperature"],
+        "chosen": [row["task_id"] for row in chosen],
+        "tasks": ranked,
+    }
 
 
 def train_rank(
