@@ -7,8 +7,11 @@ held-out task of its seed (not only the evaluation's cap) is played ``--episodes
 times per model with the tmax harness through the RL rollout code (the transformers
 engine, the configured sandbox backend), at the evaluation's temperature and RL's
 budgets, and the script prints each model's mean reward and how many tasks it solved
-at least once. Many more tasks than an evaluation job can afford on 2 cores, so the
-difference between two models is not lost in the noise of one task.
+at least once, and how its episodes ended. Many more tasks than an evaluation job can
+afford on 2 cores, so the difference between two models is not lost in the noise of
+one task. ``--tasks`` plays the named tasks instead (training tasks too: RL's pool is
+``pool.chosen`` in results/rl/<model>/curve.json), ``--temperature`` samples at another
+temperature than the evaluation's.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -47,6 +51,8 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7, help="sampling seed")
+    parser.add_argument("--tasks", nargs="+", help="task names (default: every held-out task)")
+    parser.add_argument("--temperature", type=float, help="default: the evaluation's")
     args = parser.parse_args()
 
     import torch
@@ -58,11 +64,18 @@ def main() -> None:
     torch.set_num_threads(1)
     config = load_config(args.run / "config.yaml")
     evaluation = config["evaluation"]
-    tasks = heldout_dirs(args.run, evaluation["heldout_fraction"], config["seed"])
-    settings = harness_settings({**config["rl"], "temperature": evaluation["temperature"]})
+    if args.tasks:
+        shards = args.run / "results/tasks/shards"
+        tasks = [next(shards.glob(f"*/{name}"), shards / "missing" / name) for name in args.tasks]
+        if missing := [t.name for t in tasks if not t.is_dir()]:
+            parser.error(f"no such task under {shards}: {', '.join(missing)}")
+    else:
+        tasks = heldout_dirs(args.run, evaluation["heldout_fraction"], config["seed"])
+    temperature = evaluation["temperature"] if args.temperature is None else args.temperature
+    settings = harness_settings({**config["rl"], "temperature": temperature})
     backend = config["sandbox"]["backend"]
-    print(f"{len(tasks)} held-out tasks, {args.episodes} episodes each, temperature "
-          f"{evaluation['temperature']}, backend {backend}")  # fmt: skip
+    print(f"{len(tasks)} {'named' if args.tasks else 'held-out'} tasks, {args.episodes} "
+          f"episodes each, temperature {temperature}, backend {backend}")  # fmt: skip
     for name in args.models:
         model_dir = args.run / "results/models" / name
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -71,21 +84,26 @@ def main() -> None:
         play = partial(pass_rate, engine=engine, tokenizer=tokenizer, settings=settings,
                        episodes=args.episodes, backend=backend, seed=args.seed)  # fmt: skip
         with ThreadPoolExecutor(4) as pool:  # four groups share the engine's batches
-            rates = list(pool.map(play, tasks))
+            # each task its own seed: one seed for all would draw the same random numbers
+            # in every task, and one unlucky draw in the shared prefix would sink them all
+            groups = list(pool.map(play, tasks, range(len(tasks))))
+        rates = [sum(rewards) / len(rewards) for rewards, _ in groups]
+        endings = Counter(status for _, statuses in groups for status in statuses)
         solved = sum(rate > 0 for rate in rates)
         print(f"{name:<24} mean reward {100 * sum(rates) / len(rates):5.1f} %   solved at "
-              f"least once {solved}/{len(rates)}   ({time.monotonic() - started:.0f} s)",
+              f"least once {solved}/{len(rates)}   ({time.monotonic() - started:.0f} s)\n"
+              f"{'':<24} episodes: {', '.join(f'{n} {s}' for s, n in endings.most_common())}",
               flush=True)  # fmt: skip
 
 
-def pass_rate(task: Path, *, engine: Any, tokenizer: Any, settings: Any, episodes: int,
-              backend: str, seed: int) -> float:  # fmt: skip
-    """The mean reward of ``episodes`` episodes of one task."""
+def pass_rate(task: Path, position: int, *, engine: Any, tokenizer: Any, settings: Any,
+              episodes: int, backend: str, seed: int) -> tuple[list[float], list[str]]:  # fmt: skip
+    """The rewards and exit statuses of ``episodes`` episodes of one task."""
     from tmax.rl.rollout import rollout_group
 
     group = rollout_group(task, engine, tokenizer, settings, episodes, workers=episodes,
-                          backend=backend, seed=seed)  # fmt: skip
-    return sum(sample.reward for sample in group) / len(group)
+                          backend=backend, seed=seed * 1_000_003 + position)  # fmt: skip
+    return [sample.reward for sample in group], [sample.exit_status for sample in group]
 
 
 if __name__ == "__main__":
