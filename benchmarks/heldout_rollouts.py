@@ -66,9 +66,10 @@ def main() -> None:
     evaluation = config["evaluation"]
     if args.tasks:
         shards = args.run / "results/tasks/shards"
-        tasks = [next(shards.glob(f"*/{name}"), shards / "missing" / name) for name in args.tasks]
-        if missing := [t.name for t in tasks if not t.is_dir()]:
+        found = {task.name: task for task in shards.glob("*/*") if task.is_dir()}
+        if missing := [name for name in args.tasks if name not in found]:
             parser.error(f"no such task under {shards}: {', '.join(missing)}")
+        tasks = [found[name] for name in args.tasks]
     else:
         tasks = heldout_dirs(args.run, evaluation["heldout_fraction"], config["seed"])
     temperature = evaluation["temperature"] if args.temperature is None else args.temperature
