@@ -64,3 +64,13 @@ def test_the_packing_figures_are_printed(
     printed = capsys.readouterr().out
     for kind in ("lognormal-4k", "lognormal-12k", "bimodal"):
         assert kind in printed
+    # Measured: the trainer's update, padded then packed, agrees on the loss.
+    monkeypatch.setattr("sys.argv", ["packing.py", "--measure", "--budget", "128",
+                                     "--episodes", "3", "--ranks", "1", "--repeats", "1",
+                                     "--threads", "1"])  # fmt: skip
+    bench.main()
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [row[:2] for row in rows] == [
+        [m, k] for m in ("qwen3", "qwen3_5") for k in ("lognormal-4k", "lognormal-12k", "bimodal")
+    ]
+    assert all(float(row[-2]) < 1e-5 for row in rows)  # |Δloss| / loss

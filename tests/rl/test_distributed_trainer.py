@@ -21,6 +21,7 @@ from tests.rl.ranks import run_ranks
 from tmax.rl.collective import balanced_shards
 from tmax.rl.engine import TransformersEngine
 from tmax.rl.learner import LocalLearner
+from tmax.rl.packing import enable_packing
 from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
 from tmax.rl.trainer import RLSettings, Trainer
 
@@ -174,19 +175,24 @@ def run_worker(out: Path) -> None:
         return
     where = init_distributed()
     main = where.rank == 0
-    # "sequence": the two ranks form one sequence group and split every episode.
+    # "sequence": the two ranks form one sequence group and split every episode;
+    # "packed": micro-batches are rows of episodes end to end (rl.packing).
     shard = sequence_groups(WORLD_SIZE, timeout_s=60) if (out / "sequence").exists() else None
+    packed = (out / "packed").exists()
 
     def trainer(steps: int) -> Trainer:
         model = tiny_model()
         if shard is not None:
             split_token_mixers(model, shard)
+        if packed:
+            enable_packing(model)
         learner = DeepSpeedLearner(model, lr=LR, zero_stage=3, bf16=False,
                                    max_grad_norm=1.0, eps=EPS)  # fmt: skip
         # Only rank 0 holds an engine and the tasks; it starts from the same weights.
         engine = TransformersEngine(tiny_model()) if main else None
         env = target_env() if main else None
-        return Trainer(env, engine, learner, settings(steps), out / "run",  # type: ignore[arg-type]
+        recipe = replace(settings(steps), packing=packed)
+        return Trainer(env, engine, learner, recipe, out / "run",  # type: ignore[arg-type]
                        sequence=shard)  # fmt: skip
 
     first = trainer(3)
@@ -205,11 +211,13 @@ def run_worker(out: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
-@pytest.mark.parametrize("split", ["episodes", "sequence"])
+@pytest.mark.parametrize("split", ["episodes", "sequence", "packed", "packed-sequence"])
 def test_two_ranks_train_as_one_process_does(tmp_path: Path, split: str) -> None:
-    """The ranks share the episodes (data parallel) or split each one (a sequence group)."""
-    if split == "sequence":
-        (tmp_path / "sequence").touch()
+    """The ranks share the episodes (data parallel) or split each one (a sequence group),
+    with right-padded micro-batches or packed rows; one process pads."""
+    for mode in split.split("-"):
+        if mode != "episodes":
+            (tmp_path / mode).touch()
     run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S)
 
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]

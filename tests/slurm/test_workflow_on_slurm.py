@@ -353,10 +353,10 @@ def test_engine_servers_run_on_their_own_node(
         own = config["models"][1].setdefault("rl", {})
         # Every step trains and pushes (the filter would skip steps whose groups all
         # scored alike, which the tiny model's often do); the two ranks split each
-        # episode (a sequence group of 2).
+        # episode (a sequence group of 2) of packed micro-batches, as configs/paper.yaml.
         own.update(training_nodes=2, ranks_per_node=1, inference_nodes=1, engine="vllm",
                    engines_per_node=2, engine_dtype="float32", zero_std_filter=False,
-                   sequence_parallel_size=2)  # fmt: skip
+                   sequence_parallel_size=2, packing=True)  # fmt: skip
 
     edit_config(workdir, split)
     attempts = workdir / "results/logs/slurm/rule_rl_train/tiny-qwen3-b"
@@ -380,6 +380,7 @@ def test_engine_servers_run_on_their_own_node(
         text = (run / "logs" / f"rank{rank}.log").read_text()
         assert f"rank {rank} of 2 (local 0)" in text and f"(slurm on {node})" in text
         assert f"sequence group of 2 (rank {rank} in it)" in text
+        assert "micro-batches packed" in text
     for index in (0, 1):
         supervisor = (run / f"logs/engine{index}.log").read_text()
         assert re.search(rf"engine server {index} ready at http://\S+ on node tmax3", supervisor)

@@ -31,6 +31,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
+from tmax.rl.packing import SEGMENTS, packed_positions, packing_enabled, scoring_mask
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
@@ -440,6 +442,7 @@ def sequence_logprobs(
     fp32_lm_head: bool = True,
     chunk_size: int = 1024,
     shard: SequenceShard | None = None,
+    segments: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Next-token log-probs and entropies of ``input_ids[:, 1:]`` under a transformers causal LM.
 
@@ -457,6 +460,11 @@ def sequence_logprobs(
     right-padded) this rank scores only its slice of the positions: both results are
     :meth:`~tmax.rl.sequence_parallel.SequenceShard.split_scores` of the whole ones.
 
+    With ``segments`` (sequence packing, :mod:`tmax.rl.packing`: ``input_ids`` is one row
+    of whole episodes of these lengths, end to end) each episode is run and scored as if
+    alone: positions restart at 0, the token mixers stop at its ends, and its last
+    position scores nothing. The model must have had :func:`~tmax.rl.packing.enable_packing`.
+
     ``model`` may be a DeepSpeed engine: the scoring then runs as the engine's forward,
     which ZeRO-3 needs once per micro-batch (without it the gradients of several
     micro-batches before a step overwrite instead of adding up).
@@ -467,7 +475,8 @@ def sequence_logprobs(
         def forward() -> tuple[Tensor, Tensor]:
             return sequence_logprobs(wrapped, input_ids, attention_mask,
                                      temperature=temperature, fp32_lm_head=fp32_lm_head,
-                                     chunk_size=chunk_size, shard=shard)  # fmt: skip
+                                     chunk_size=chunk_size, shard=shard,
+                                     segments=segments)  # fmt: skip
 
         wrapped.forward = forward  # type: ignore[method-assign]
         try:
@@ -477,13 +486,34 @@ def sequence_logprobs(
     body = model.base_model
     if body is model:
         raise ValueError(f"{type(model).__name__} has no separate body (base_model) to run")
+    packed: dict[str, Any] = {}
+    positions = None
+    if segments is not None:
+        if not packing_enabled(model):
+            raise ValueError("a packed micro-batch needs a model prepared by enable_packing")
+        if input_ids.shape[0] != 1:
+            raise ValueError(f"a packed micro-batch is one row, got {input_ids.shape[0]}")
+        packed[SEGMENTS] = segments
+        positions = packed_positions(segments, input_ids.shape[1])
+        attention_mask = scoring_mask(attention_mask, segments)
     if shard is None:
-        outputs: Any = body(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        if segments is None:
+            outputs: Any = body(input_ids=input_ids, attention_mask=attention_mask,
+                                use_cache=False)  # fmt: skip
+        else:  # the mask only says which positions score: every token is attended
+            outputs = body(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                           position_ids=positions, use_cache=False, **packed)  # fmt: skip
         hidden = outputs.last_hidden_state[:, :-1]
         targets, target_is_token = input_ids[:, 1:], attention_mask[:, 1:].bool()
     else:
-        local, positions, targets, target_is_token = shard.split_tokens(input_ids, attention_mask)
-        outputs = body(input_ids=local, position_ids=positions, use_cache=False)
+        local, local_positions, targets, target_is_token = shard.split_tokens(
+            input_ids, attention_mask, positions
+        )
+        if segments is None:
+            outputs = body(input_ids=local, position_ids=local_positions, use_cache=False)
+        else:  # (an all-ones mask: no block mask is built from the restarting positions)
+            outputs = body(input_ids=local, attention_mask=torch.ones_like(local),
+                           position_ids=local_positions, use_cache=False, **packed)  # fmt: skip
         hidden = outputs.last_hidden_state
     head = model.get_output_embeddings()
 

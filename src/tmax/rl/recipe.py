@@ -24,6 +24,7 @@ OPERATIONAL_SETTINGS = frozenset(
         "micro_batch_tokens",
         "gradient_checkpointing",
         "sequence_parallel_size",
+        "packing",
         # concurrency
         "threads",
         "rollout_workers",

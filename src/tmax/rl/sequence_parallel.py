@@ -58,18 +58,25 @@ class SequenceShard:
         return -(-length // self.size)
 
     def split_tokens(
-        self, input_ids: Tensor, attention_mask: Tensor
+        self, input_ids: Tensor, attention_mask: Tensor, positions: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """This rank's slice of right-padded ``[B, T]`` rows: ``(input_ids, positions,
         targets, target_is_token)``, each ``[B, c]``. Position ``j`` scores ``targets[:, j]``,
-        the token after it in the whole sequence (0 and not a token past the end)."""
+        the token after it in the whole sequence (0 and not a token past the end).
+        ``positions`` (``[1, T]``; a packed row's, which restart at each episode) default
+        to ``0 … T−1``; past the row they go on counting."""
         rows, length = input_ids.shape
         c = self.local_length(length)
         start = self.rank * c
         extra = self.size * c + 1 - length
         ids = nn.functional.pad(input_ids, (0, extra))
         mask = nn.functional.pad(attention_mask, (0, extra))
-        positions = torch.arange(start, start + c, device=input_ids.device).expand(rows, c)
+        if positions is None:
+            positions = torch.arange(start, start + c, device=input_ids.device).expand(rows, c)
+        else:
+            tail = torch.arange(length, self.size * c, device=positions.device)
+            whole = torch.cat([positions[0], positions[0, -1:] + 1 + tail - length])
+            positions = whole[start : start + c].expand(rows, c)
         return (
             ids[:, start : start + c],
             positions,
@@ -170,17 +177,22 @@ def _whole_sequence_mixer(original: Callable[..., Any], shard: SequenceShard) ->
     return forward
 
 
+def causal_attention(model: nn.Module, knob: str) -> str:
+    """``model``'s attention implementation, which must be causal without a mask
+    (:data:`CAUSAL_WITHOUT_MASK`); else a ``ValueError`` saying ``knob`` needs one."""
+    attention = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    if attention not in CAUSAL_WITHOUT_MASK:
+        raise ValueError(
+            f"{knob} needs an attention kernel that is causal without a mask "
+            f"({', '.join(CAUSAL_WITHOUT_MASK)}); this model uses {attention!r}"
+        )
+    return str(attention)
+
+
 def split_token_mixers(model: nn.Module, shard: SequenceShard) -> int:
     """Make every token mixer of ``model`` run on the group's whole sequence (see the
     module docstring); returns how many it changed. Idempotent."""
-    config = getattr(model, "config", None)
-    attention = getattr(config, "_attn_implementation", None)
-    if attention not in CAUSAL_WITHOUT_MASK:
-        raise ValueError(
-            f"rl.sequence_parallel_size > 1 needs an attention kernel that is causal "
-            f"without a mask ({', '.join(CAUSAL_WITHOUT_MASK)}); this model uses "
-            f"{attention!r}"
-        )
+    causal_attention(model, "rl.sequence_parallel_size > 1")
     changed = 0
     for layer in model.modules():
         for name in MIXERS:

@@ -477,6 +477,12 @@ def train_rank(
                                    timeout_s=float(rl["collective_timeout_sec"]))  # fmt: skip
         assert sequence is not None
         split_token_mixers(model, sequence)
+    if rl.get("packing"):
+        from tmax.rl.packing import enable_packing
+
+        enable_packing(model)
+        log.info("micro-batches packed: whole episodes end to end in rows of at most %d "
+                 "tokens", rl["micro_batch_tokens"])  # fmt: skip
     if rl["gradient_checkpointing"]:
         enable_gradient_checkpointing(model)
     if distributed:

@@ -58,6 +58,7 @@ from tmax.rl.loss import (
     sequence_logprobs,
     zero_std_groups,
 )
+from tmax.rl.packing import pack_rows
 from tmax.rl.rollout import EpisodeCancelled, Sample
 from tmax.rl.sequence_parallel import SequenceShard
 
@@ -87,6 +88,9 @@ class RLSettings:
     fp32_lm_head: bool = True
     checkpoint_every: int = 100
     micro_batch_tokens: int = 16384
+    packing: bool = False
+    """Micro-batches are rows of whole episodes end to end instead of right-padded
+    episodes (:mod:`tmax.rl.packing`); the same gradient, fewer token slots."""
     groups_in_flight: int = 1
     """Groups generated at once (asynchronous mode): their turns share the engine's
     batches, e.g. 8 × 32 episodes in flight for the paper's 8 prompts × 32 samples."""
@@ -679,7 +683,8 @@ class Trainer:
         """The loss over this rank's micro-batches (normalised by the whole step's
         response tokens, all ranks together), one optimizer step."""
         settings = self.settings
-        batches = list(micro_batches(samples, advantages, settings.micro_batch_tokens))
+        batches = list(micro_batches(samples, advantages, settings.micro_batch_tokens,
+                                     pack=settings.packing))  # fmt: skip
         if self.sequence is not None:  # this rank scores its slice of every sequence
             batches = [_slice_scores(b, self.sequence) for b in batches]
         total_tokens = global_token_count(b["response_mask"] for b in batches)
@@ -707,6 +712,7 @@ class Trainer:
                 temperature=settings.temperature,
                 fp32_lm_head=settings.fp32_lm_head,
                 shard=self.sequence,
+                segments=batch.get("segments"),
             )
             mask = batch["response_mask"]
             if settings.loss == "dppo":
@@ -852,10 +858,23 @@ class Trainer:
 
 
 def micro_batches(
-    samples: Sequence[Sample], advantages: Sequence[float], token_budget: int
+    samples: Sequence[Sample],
+    advantages: Sequence[float],
+    token_budget: int,
+    *,
+    pack: bool = False,
 ) -> Iterator[dict[str, torch.Tensor]]:
     """Right-padded micro-batches of whole samples, at most ``token_budget`` tokens
-    (padding included) each; tensors are aligned to next-token positions (length T−1)."""
+    (padding included) each; tensors are aligned to next-token positions (length T−1).
+
+    With ``pack`` each micro-batch is one row of whole samples end to end
+    (:func:`tmax.rl.packing.pack_rows`), with per-token advantages and the samples'
+    lengths as ``segments``. A sample longer than the budget is a micro-batch of its own
+    either way."""
+    if pack:
+        for row in pack_rows([len(s.tokens) for s in samples], token_budget):
+            yield _pack([samples[i] for i in row], [advantages[i] for i in row])
+        return
     order = sorted(range(len(samples)), key=lambda i: len(samples[i].tokens))
     batch: list[int] = []
     for index in order:
@@ -891,6 +910,29 @@ def _collate(samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str
     }
 
 
+def _pack(samples: Sequence[Sample], advantages: Sequence[float]) -> dict[str, torch.Tensor]:
+    """One row of ``samples`` end to end. Position t scores token t+1, so it carries the
+    advantage of the sample that token belongs to; each sample's first token is never
+    scored (in a row of its own there is no position before it)."""
+    tokens: list[int] = []
+    loss_mask: list[float] = []
+    behaviour: list[float] = []
+    per_token: list[float] = []
+    for sample, advantage in zip(samples, advantages, strict=True):
+        tokens += sample.tokens
+        loss_mask += [0.0, *(float(m) for m in sample.loss_mask[1:])]
+        behaviour += [0.0, *sample.behaviour_logprobs[1:]]
+        per_token += [float(advantage)] * len(sample.tokens)
+    return {
+        "input_ids": torch.tensor([tokens], dtype=torch.long),
+        "attention_mask": torch.ones(1, len(tokens), dtype=torch.long),
+        "response_mask": torch.tensor([loss_mask[1:]], dtype=torch.float32),
+        "behaviour_logprobs": torch.tensor([behaviour[1:]], dtype=torch.float32),
+        "advantages": torch.tensor([per_token[1:]], dtype=torch.float32),
+        "segments": torch.tensor([len(s.tokens) for s in samples], dtype=torch.long),
+    }
+
+
 def _slice_scores(batch: dict[str, torch.Tensor], shard: SequenceShard) -> dict[str, torch.Tensor]:
     """``batch`` with its next-token tensors cut to this rank's slice of the positions
     (the tokens stay whole: :func:`tmax.rl.loss.sequence_logprobs` slices them)."""
@@ -899,7 +941,9 @@ def _slice_scores(batch: dict[str, torch.Tensor], shard: SequenceShard) -> dict[
         **batch,
         "response_mask": shard.split_scores(batch["response_mask"], length),
         "behaviour_logprobs": shard.split_scores(batch["behaviour_logprobs"], length),
-    }
+        **({"advantages": shard.split_scores(batch["advantages"], length)}
+           if batch["advantages"].dim() == 2 else {}),  # packed: one per position
+    }  # fmt: skip
 
 
 def _empty_batch() -> dict[str, torch.Tensor]:
