@@ -1,7 +1,8 @@
 """Sequence parallelism: two CPU ranks that split every sequence score and differentiate
 exactly what one process does with the whole sequence, for softmax attention (Qwen3) and
-for the Gated DeltaNet hybrid (Qwen3.5), with and without gradient checkpointing, and
-under DeepSpeed ZeRO-3 through the trainer's own update.
+for the Gated DeltaNet hybrid (Qwen3.5), with and without gradient checkpointing, a
+packed row of the hybrid (rl.packing), and under DeepSpeed ZeRO-3 through the trainer's
+own update.
 
 The multi-rank test runs this file as a script (``--worker``) in two processes talking
 over gloo; the parent computes the single-process reference.
@@ -101,6 +102,48 @@ def reference(kind: str, checkpointing: bool) -> tuple[torch.Tensor, dict[str, t
     return logp.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
 
 
+PACKED = (13, 8, 10)
+"""A packed row of three episodes: 31 tokens, so two ranks pad it by one."""
+
+
+def packed_row() -> tuple[torch.Tensor, torch.Tensor]:
+    ids, _, _ = batch()
+    row = torch.cat([ids[r, :n] for r, n in enumerate(PACKED)]).unsqueeze(0)
+    return row, torch.tensor(PACKED)
+
+
+def packed_grads(
+    model: torch.nn.Module, shard: SequenceShard | None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Log-probs of the packed row (this rank's slice) and the gradient of their sum
+    weighted by position over the whole padded row."""
+    row, segments = packed_row()
+    logp, _ = sequence_logprobs(model, row, torch.ones_like(row), shard=shard, segments=segments)
+    weights = torch.linspace(0.5, 1.5, 2 * 16)  # the row's 31 tokens padded for 2 ranks
+    if shard is None:
+        weights = weights[: logp.shape[1]]
+    else:
+        weights = weights[shard.rank * logp.shape[1] : (shard.rank + 1) * logp.shape[1]]
+    model.zero_grad()
+    (-(logp * weights).sum()).backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    return logp.detach(), grads
+
+
+def packed_model(shard: SequenceShard | None) -> torch.nn.Module:
+    """The Qwen3.5 hybrid packed, with gradient checkpointing (and split over ``shard``)."""
+    from tmax.rl.learner import enable_gradient_checkpointing
+    from tmax.rl.packing import enable_packing
+
+    model = tiny("qwen3_5")
+    if shard is not None:
+        split_token_mixers(model, shard)
+    enable_packing(model)
+    model.train()
+    enable_gradient_checkpointing(model)
+    return model
+
+
 # --------------------------------------------------------------------------------------------
 # One process
 
@@ -156,6 +199,13 @@ def test_two_ranks_splitting_each_sequence_match_one_process(tmp_path: Path) -> 
             for name, grad in grads.items():
                 summed = sum(r[key]["grads"][name] for r in results)  # ZeRO-3 sums them too
                 torch.testing.assert_close(summed, grad, rtol=1e-4, atol=1e-6, msg=f"{key} {name}")
+    # A packed row of the hybrid, split over the two ranks, against one process packed.
+    logp, grads = packed_grads(packed_model(None), None)
+    joined = torch.cat([r["packed"]["logp"] for r in results], dim=1)
+    torch.testing.assert_close(joined[:, : logp.shape[1]], logp, rtol=1e-5, atol=1e-6)
+    for name, grad in grads.items():
+        summed = sum(r["packed"]["grads"][name] for r in results)
+        torch.testing.assert_close(summed, grad, rtol=1e-4, atol=1e-6, msg=f"packed {name}")
     # The trainer's own update under ZeRO-3 with checkpointing, against one process.
     stats = json.loads((tmp_path / "trainer.json").read_text())
     local = local_update(tmp_path / "local")
@@ -222,6 +272,8 @@ def run_worker(out: Path) -> None:
             logp, grads = loss_and_grads(model, shard)
             key = f"{kind}-{'ckpt' if checkpointing else 'plain'}"
             results[key] = {"logp": logp, "grads": grads}
+    logp, grads = packed_grads(packed_model(shard), shard)
+    results["packed"] = {"logp": logp, "grads": grads}
     torch.save(results, out / f"rank{rank}.pt")
 
     model = tiny("qwen3_5")

@@ -486,34 +486,33 @@ def sequence_logprobs(
     body = model.base_model
     if body is model:
         raise ValueError(f"{type(model).__name__} has no separate body (base_model) to run")
-    packed: dict[str, Any] = {}
+    inputs: dict[str, Any] = {}  # the body's arguments besides the tokens
     positions = None
     if segments is not None:
         if not packing_enabled(model):
             raise ValueError("a packed micro-batch needs a model prepared by enable_packing")
         if input_ids.shape[0] != 1:
             raise ValueError(f"a packed micro-batch is one row, got {input_ids.shape[0]}")
-        packed[SEGMENTS] = segments
         positions = packed_positions(segments, input_ids.shape[1])
+        inputs[SEGMENTS] = segments
+        # Every token is attended (an all-ones mask also keeps transformers from building
+        # a block mask out of the restarting positions); the mask below says what scores.
         attention_mask = scoring_mask(attention_mask, segments)
     if shard is None:
         if segments is None:
-            outputs: Any = body(input_ids=input_ids, attention_mask=attention_mask,
-                                use_cache=False)  # fmt: skip
-        else:  # the mask only says which positions score: every token is attended
-            outputs = body(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
-                           position_ids=positions, use_cache=False, **packed)  # fmt: skip
+            inputs["attention_mask"] = attention_mask
+        else:
+            inputs.update(attention_mask=torch.ones_like(input_ids), position_ids=positions)
+        outputs: Any = body(input_ids=input_ids, use_cache=False, **inputs)
         hidden = outputs.last_hidden_state[:, :-1]
         targets, target_is_token = input_ids[:, 1:], attention_mask[:, 1:].bool()
     else:
         local, local_positions, targets, target_is_token = shard.split_tokens(
             input_ids, attention_mask, positions
         )
-        if segments is None:
-            outputs = body(input_ids=local, position_ids=local_positions, use_cache=False)
-        else:  # (an all-ones mask: no block mask is built from the restarting positions)
-            outputs = body(input_ids=local, attention_mask=torch.ones_like(local),
-                           position_ids=local_positions, use_cache=False, **packed)  # fmt: skip
+        if segments is not None:
+            inputs["attention_mask"] = torch.ones_like(local)
+        outputs = body(input_ids=local, position_ids=local_positions, use_cache=False, **inputs)
         hidden = outputs.last_hidden_state
     head = model.get_output_embeddings()
 
