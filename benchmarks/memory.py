@@ -24,6 +24,7 @@ saves on activations alone.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -95,8 +96,11 @@ def measure_sequence(tokens: int) -> list[dict[str, float]]:
     return run_two_ranks(["--sequence-rank", str(tokens)], "sequence rank")
 
 
-def run_two_ranks(arguments: list[str], what: str, ranks: int = 2) -> list[dict[str, float]]:
-    """This script with ``arguments`` as ``ranks`` gloo ranks; each rank's last JSON line."""
+def run_two_ranks(
+    arguments: list[str], what: str, ranks: int = 2, extra: dict[str, str] | None = None
+) -> list[dict[str, float]]:
+    """This script with ``arguments`` as ``ranks`` gloo ranks (``extra``: more environment);
+    each rank's last JSON line."""
     import socket
 
     with socket.socket() as sock:
@@ -107,7 +111,7 @@ def run_two_ranks(arguments: list[str], what: str, ranks: int = 2) -> list[dict[
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(ranks),
                "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                "DS_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1",
-               "TMAX_BENCH_THREADS": "1"}  # fmt: skip
+               "TMAX_BENCH_THREADS": "1", **(extra or {})}  # fmt: skip
         procs.append(subprocess.Popen([sys.executable, __file__, *arguments], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))  # fmt: skip
@@ -162,6 +166,14 @@ LOAD_SHAPE = {
     "tie_word_embeddings": True,
 }
 """Qwen3-0.6B's published shape."""
+LOAD_SHAPES = {
+    "Qwen3-0.6B": LOAD_SHAPE,
+    "Qwen3-0.6B's body with a 16k vocabulary": {**LOAD_SHAPE, "vocab_size": 16384},
+}
+"""Loading moves one parameter at a time whole (gathered, filled, partitioned again), so a
+rank's peak is its share plus about two copies of the largest parameter. In Qwen3-0.6B
+that is the 152k-row embedding (a quarter of the model; a 27B's is 5 %); the second
+shape shows the same body without it."""
 
 
 class AnonymousPeak:
@@ -213,45 +225,65 @@ def load_rank(model_dir: Path, partitioned: bool) -> dict[str, float]:
     else:
         model, _ = _load(model_dir)
     loaded = sampler.stop()
+    gc.collect()  # what loading left behind (its temporaries sit in reference cycles)
+    held = AnonymousPeak.now()
     sampler = AnonymousPeak()
     learner = DeepSpeedLearner(model, lr=1e-6, zero_stage=3, bf16=False)
     wrapped = max(loaded, sampler.stop())
     shard = sum(p.ds_tensor.numel() for p in learner.engine.module.parameters())
     return {"rank": where.rank, "load_gb": (loaded - before) / 1e9,
-            "peak_gb": (wrapped - before) / 1e9, "shard_params": shard}  # fmt: skip
+            "held_gb": (held - before) / 1e9, "peak_gb": (wrapped - before) / 1e9,
+            "shard_params": shard}  # fmt: skip
+
+
+RETURN_FREED_MEMORY = {"MALLOC_MMAP_THRESHOLD_": str(2**20), "MALLOC_TRIM_THRESHOLD_": str(2**20)}
+"""glibc's malloc serves allocations below its mmap threshold (which grows up to 32 MB as
+large blocks are freed) from its heap and keeps them there once freed. Loading allocates
+and frees a whole parameter per module, so a rank's resident memory would show what the
+allocator kept, not what the rank holds (measured: 0.4-1.1 GB more per rank). With a
+1 MiB threshold every tensor is its own mapping, returned when freed."""
 
 
 def measure_loading(model_dir: Path, partitioned: bool, ranks: int = 2) -> list[dict[str, float]]:
     arguments = ["--load", str(model_dir), str(int(partitioned))]
-    return run_two_ranks(arguments, "loading rank", ranks)
+    return run_two_ranks(arguments, "loading rank", ranks, extra=RETURN_FREED_MEMORY)
 
 
 def loading(quick: bool) -> None:
+    """Both shapes (:data:`LOAD_SHAPES`), whole and partitioned."""
+    for title, shape in LOAD_SHAPES.items():
+        load_shape(title, {**shape, "num_hidden_layers": 4} if quick else shape)
+
+
+def load_shape(title: str, shape: dict[str, int]) -> None:
     import tempfile
 
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    shape = {**LOAD_SHAPE, "num_hidden_layers": 4} if quick else LOAD_SHAPE
     with tempfile.TemporaryDirectory(prefix="tmax-load-") as tmp:
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(Qwen3Config(**shape), dtype=torch.bfloat16)
         params = sum(p.numel() for p in model.parameters())
+        largest = max(p.numel() for p in model.parameters())
         # Sharded as published checkpoints are (a 27B's 5 GB shards are 1/11 of it).
         model.save_pretrained(tmp, max_shard_size=params * 2 // 12 + 1)
         del model
         whole = measure_loading(Path(tmp), partitioned=False)
         parts = measure_loading(Path(tmp), partitioned=True)
-    print(f"\nloading a {params / 1e9:.2f}B-parameter Qwen3 (fp32) into ZeRO-3 on 2 CPU ranks:")
-    print("peak anonymous memory per rank above what it held before: loading the model;")
-    print("and until the learner (fp32 master weights and Adam state of its partition) exists")
-    print(f"{'rank':>5} {'phase':>8} {'whole GB':>9} {'partitioned GB':>15} {'ratio':>7}")
+    print(f"\n{title}: {params / 1e9:.2f}B parameters (fp32 on CPU), ZeRO-3 on 2 CPU ranks")
+    print(f"fp32 weights: {params * 4 / 1e9:.2f} GB in all, {params * 2 / 1e9:.2f} GB per "
+          f"rank's share; the largest parameter {largest * 4 / 1e9:.2f} GB")  # fmt: skip
+    print("anonymous memory per rank above what it held before (glibc returning freed")
+    print("memory: RETURN_FREED_MEMORY): the peak while loading,")
+    print("what it holds once loaded, and the peak until the learner (fp32 master weights")
+    print("and Adam state of its partition) exists")
+    print(f"{'rank':>5} {'phase':>12} {'whole GB':>9} {'partitioned GB':>15} {'ratio':>7}")
     for a, b in zip(whole, parts, strict=True):
-        for phase, key in (("load", "load_gb"), ("learner", "peak_gb")):
-            print(f"{a['rank']:>5} {phase:>8} {a[key]:>9.2f} {b[key]:>15.2f} "
+        for phase, key in (("load peak", "load_gb"), ("loaded", "held_gb"),
+                           ("learner peak", "peak_gb")):  # fmt: skip
+            print(f"{a['rank']:>5} {phase:>12} {a[key]:>9.2f} {b[key]:>15.2f} "
                   f"{a[key] / b[key]:>6.2f}x")  # fmt: skip
-    total, share = params * 4 / 1e9, params * 2 / 1e9
-    print(f"fp32 weights: {total:.2f} GB in all, {share:.2f} GB per rank's share")
 
 
 def main() -> None:

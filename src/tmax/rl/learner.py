@@ -599,10 +599,12 @@ def load_partitioned(
     """Load a checkpoint the way a ZeRO-3 run must at 9B/27B: each rank reads the
     safetensors and keeps only its partition of every parameter (DeepSpeed's
     ``zero.Init``, through transformers' DeepSpeed integration), in bf16 on GPUs (fp32 on
-    CPU). No rank ever holds the whole model; the host memory per rank is about one
-    layer plus 1/world_size of the rest. Returns the model and the integration's config
-    object, which must stay alive until :class:`DeepSpeedLearner` has wrapped the model
-    (transformers holds it by weak reference). At ZeRO stages below 3 the model loads whole.
+    CPU). No rank ever holds the whole model: a parameter is whole only while it is
+    filled, so a rank's peak is its share plus two to three copies of the largest
+    parameter (``benchmarks/memory.py --only loading``). Returns the model and the
+    integration's config object, which must stay alive until :class:`DeepSpeedLearner`
+    has wrapped the model (transformers holds it by weak reference). At ZeRO stages
+    below 3 the model loads whole.
 
     Must run after :func:`init_distributed` (``zero.Init`` partitions over the group).
     """
