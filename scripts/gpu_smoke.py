@@ -13,6 +13,8 @@ timed, each reported even when an earlier one failed (what can still run, runs):
 2. ``trainer_logprobs``: the trainer's forward (``tmax.rl.loss.sequence_logprobs``) scores the
    same tokens with a bf16 body and the LM head in FP32, then in bf16, plus an all-FP32 model
    as reference; prints mean/max |Δ log-prob| against vLLM and against the reference.
+   ``packing``: the same completions end to end in one row (``rl.packing``) score as they
+   do right-padded, within twice what the bf16 body itself differs from the FP32 model.
 3. ``zero3_step``: one DeepSpeed ZeRO-3 step (world size 1, NCCL, bf16) through
    ``tmax.rl.learner.DeepSpeedLearner``; ``push_weights``: its ``full_state_dict`` pushed into
    the server (``VLLMEngine.update_weights``: gloo here, one GPU cannot hold a NCCL group of
@@ -324,6 +326,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         report.skip("trainer_logprobs", "no model")
 
+    if "padded_fp32_head" in state:
+        with report.stage("packing"):
+            packing(args, state, report)
+    else:
+        report.skip("packing", "no padded log-probs to compare with")
+
     if "rollouts" in state or "hf_rollouts" in state:
         with report.stage("zero3_step"):
             zero3_step(args, state, report)
@@ -376,6 +384,7 @@ def trainer_logprobs(args: argparse.Namespace, state: dict[str, Any], report: Re
         for name, fp32 in (("fp32_head", True), ("bf16_head", False)):
             logp, _ = sequence_logprobs(bf16, input_ids, attention, fp32_lm_head=fp32)
             scored[name] = completion_logprobs(rollouts, logp, completion)
+        state["padded_fp32_head"] = scored["fp32_head"]
         del bf16
         empty_cache(device)
         reference = AutoModelForCausalLM.from_pretrained(state["model_path"], dtype=torch.float32)
@@ -405,6 +414,45 @@ def trainer_logprobs(args: argparse.Namespace, state: dict[str, Any], report: Re
                     f"{100 * row['frac_abs_dprob_gt_delta']:.2f}% of {row['tokens']} tokens",
                     file=sys.stderr,
                 )
+
+
+def packing(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
+    """The completions as one packed row (tmax.rl.packing), against the padded batch."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from tmax.rl.loss import sequence_logprobs
+    from tmax.rl.packing import enable_packing
+
+    device = torch.device(args.device)
+    rollouts: list[Rollout] = state.get("rollouts") or state["hf_rollouts"]
+    model = AutoModelForCausalLM.from_pretrained(state["model_path"], dtype=torch.bfloat16)
+    model.to(device).eval()
+    enable_packing(model)
+    sequences = [r.prompt_ids + r.completion_ids for r in rollouts]
+    row = torch.tensor([[token for sequence in sequences for token in sequence]], device=device)
+    segments = torch.tensor([len(sequence) for sequence in sequences], device=device)
+    with torch.no_grad():
+        logp, _ = sequence_logprobs(model, row, torch.ones_like(row), segments=segments)
+    del model
+    empty_cache(device)
+    values, packed, start = logp[0].float().cpu(), [], 0
+    for rollout, sequence in zip(rollouts, sequences, strict=True):
+        # Position t scores token t + 1: the completion is scored from its prompt's end.
+        first = start + len(rollout.prompt_ids) - 1
+        packed.append(values[first : start + len(sequence) - 1].tolist())
+        start += len(sequence)
+    against = differences(packed, state["padded_fp32_head"])
+    noise = report.figures["logprob_mismatch"]["vs_fp32_model"]["fp32_head"]["mean_abs_dlogp"]
+    report.figures["packing"] = {"vs_padded": against, "bf16_vs_fp32_model_mean": noise}
+    print(f"[smoke] packed row of {len(sequences)} vs padded: mean |Δlogp| "
+          f"{against['mean_abs_dlogp']:.5f}, max {against['max_abs_dlogp']:.5f} (bf16 body "
+          f"vs FP32 model: {noise:.5f})", file=sys.stderr)  # fmt: skip
+    if against["mean_abs_dlogp"] > 2 * noise + 1e-6:
+        raise RuntimeError(
+            f"packed log-probs differ from padded by {against['mean_abs_dlogp']:.5f} on "
+            f"average, more than twice the bf16 body's own difference ({noise:.5f})"
+        )
 
 
 def zero3_step(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
