@@ -700,7 +700,8 @@ def plan_model(
         )
 
     # --- host RAM: training node 0 (ranks, rank 0's snapshot, sandboxes), inference nodes.
-    snapshot_gib = counts.total * 4 / GIB  # full_state_dict: every tensor copied to rank 0
+    # full_state_dict: every tensor copied to rank 0, in the training dtype (bf16 on GPUs)
+    snapshot_gib = counts.total * 2 / GIB
     sandboxes = int(rl.get("groups_in_flight") or 1) * int(
         rl.get("rollout_workers") or rl["group_size"]
     )
