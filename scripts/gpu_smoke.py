@@ -431,7 +431,7 @@ def packing(args: argparse.Namespace, state: dict[str, Any], report: Report) -> 
     enable_packing(model)
     sequences = [r.prompt_ids + r.completion_ids for r in rollouts]
     row = torch.tensor([[token for sequence in sequences for token in sequence]], device=device)
-    segments = torch.tensor([len(sequence) for sequence in sequences], device=device)
+    segments = torch.tensor([len(sequence) for sequence in sequences])
     with torch.no_grad():
         logp, _ = sequence_logprobs(model, row, torch.ones_like(row), segments=segments)
     del model

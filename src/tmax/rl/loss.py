@@ -493,7 +493,7 @@ def sequence_logprobs(
             raise ValueError("a packed micro-batch needs a model prepared by enable_packing")
         if input_ids.shape[0] != 1:
             raise ValueError(f"a packed micro-batch is one row, got {input_ids.shape[0]}")
-        positions = packed_positions(segments, input_ids.shape[1])
+        positions = packed_positions(segments, input_ids.shape[1]).to(input_ids.device)
         inputs[SEGMENTS] = segments
         # Every token is attended (an all-ones mask also keeps transformers from building
         # a block mask out of the restarting positions); the mask below says what scores.

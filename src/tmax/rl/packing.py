@@ -11,9 +11,10 @@ layer works token by token. The mixers' own kernels are cut at the boundaries he
 attention function of the model's attention implementation, and for the Gated DeltaNet
 layers of Qwen3.5 (and Qwen3-Next) the causal convolution and the chunked delta rule,
 each run once per episode with no state carried over. The boundaries reach them as the
-keyword argument :data:`SEGMENTS` (the episodes' lengths), which transformers hands from
-the model's call through every decoder layer into those functions. Gradient
-checkpointing keeps it with the layer's other inputs, so the recomputation cuts the same.
+keyword argument :data:`SEGMENTS`, the episodes' lengths as a CPU tensor (reading them
+costs no device synchronisation), which transformers hands from the model's call
+through every decoder layer into those functions. Gradient checkpointing keeps it with
+the layer's other inputs, so the recomputation cuts the same.
 
 The projections, norms and MLPs around the kernels still run once on the whole row,
 which keeps every parameter-holding module to one call per layer: under ZeRO-3 each
@@ -85,9 +86,9 @@ def segment_bounds(segments: Tensor | Sequence[int], length: int) -> list[tuple[
 
 
 def packed_positions(segments: Tensor, length: int) -> Tensor:
-    """``[1, length]`` position ids that restart at 0 for each episode."""
+    """``[1, length]`` position ids that restart at 0 for each episode (on the CPU)."""
     pieces = [torch.arange(b - a) for a, b in segment_bounds(segments, length)]
-    return torch.cat(pieces).unsqueeze(0).to(segments.device)
+    return torch.cat(pieces).unsqueeze(0)
 
 
 def scoring_mask(attention_mask: Tensor, segments: Tensor) -> Tensor:

@@ -704,7 +704,8 @@ class Trainer:
         device = next(model.parameters()).device
         maxima: dict[str, float] = {}
         for batch in batches:
-            batch = {key: tensor.to(device) for key, tensor in batch.items()}
+            # (a packed row's episode lengths stay on the CPU: the kernels loop over them)
+            batch = {k: t if k == "segments" else t.to(device) for k, t in batch.items()}
             logprobs, entropy = sequence_logprobs(
                 model,
                 batch["input_ids"],
