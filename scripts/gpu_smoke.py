@@ -610,24 +610,72 @@ def generate_after_push(args: argparse.Namespace, state: dict[str, Any], report:
         )
 
 
+EXIT_GRACE_S = 30.0
+"""How long the server's processes may take to exit once it is closed."""
+VLLM_COMMANDS = (b"VLLM::", b"vllm.entrypoints", b"tmax.rl.remote")
+"""What the command line of an engine server's process holds: vLLM's engine core and
+workers, its API server, and our supervisor."""
+
+
+def engine_processes() -> dict[int, str]:
+    """This process's descendants that belong to an engine server: pid → start time
+    (so a pid the system reuses later is not taken for one of them)."""
+    parents: dict[int, list[int]] = {}
+    started: dict[int, str] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # from the state field on
+        parents.setdefault(int(fields[1]), []).append(int(proc.name))
+        started[int(proc.name)] = fields[19]
+    found: dict[int, str] = {}
+    todo = [os.getpid()]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                command = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(mark in command for mark in VLLM_COMMANDS):
+                found[child] = started[child]
+    return found
+
+
+def still_running(processes: dict[int, str]) -> list[int]:
+    left = []
+    for pid, start in processes.items():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2 :].split()[19] == start:
+            left.append(pid)
+    return left
+
+
 def shutdown(state: dict[str, Any], report: Report) -> None:
-    """Close the engine and its server: no vLLM process may be left."""
+    """Close the engine and its server: none of the processes this script started for
+    it may be left (other vLLM servers on the machine are not ours to count)."""
     engine, servers = state.pop("engine", None), state.pop("servers")
+    ours = engine_processes()
+    report.figures["vllm_processes_started"] = len(ours)
     if engine is not None:
         engine.close()
     servers.__exit__(None, None, None)
-    left = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                command = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"VLLM::" in command or b"vllm.entrypoints" in command:
-                left.append(int(proc.name))
+    # The supervisor has exited; vLLM's engine core and workers may take a moment more.
+    deadline = time.monotonic() + EXIT_GRACE_S
+    while (left := still_running(ours)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     report.figures["vllm_processes_left"] = len(left)
     if left:
         raise RuntimeError(f"vLLM processes left after shutdown: {left}")
+    if not ours:
+        raise RuntimeError("no process of the engine server was found to check")
 
 
 def main(argv: list[str] | None = None) -> int:
