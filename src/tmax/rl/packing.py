@@ -226,6 +226,5 @@ def enable_packing(model: nn.Module) -> None:
 
 
 def packing_enabled(model: nn.Module) -> bool:
-    """Whether :func:`enable_packing` prepared ``model`` (or the module it wraps)."""
-    inner = getattr(model, "module", model)
-    return bool(getattr(model, "_tmax_packing", False) or getattr(inner, "_tmax_packing", False))
+    """Whether :func:`enable_packing` prepared ``model``."""
+    return bool(getattr(model, "_tmax_packing", False))
