@@ -17,7 +17,17 @@ only in processes other than that one, it applies a Landlock ruleset that
 The ruleset is inherited by every child and cannot be lifted, so a program the tests
 run, a background job it leaves or a planted ``conftest.py`` cannot race or replace
 the reward file ``test.sh`` writes. Without Landlock (old kernels) nothing happens.
-Standard library only; never raises.
+
+In every toolbox Python of a verification (the verifier's own pytest included, through
+:func:`toolbox_modules_first`), the standard library's and the toolbox's own top-level
+modules (pytest, ``_pytest``, pluggy, iniconfig, packaging, ...) are found only in the
+toolbox: ``python3 -m pytest`` run in the agent's working directory puts that
+directory first on ``sys.path``, and a ``pytest.py``, ``_pytest/``, ``json.py`` or
+``pluggy/`` the agent left there would otherwise be imported in their place (and decide
+the verdict). A name the toolbox does not have is still found where ``sys.path``
+says (the task's own code, which a SWE-bench-style test imports on purpose), unless it
+is one that pytest or the standard library only probes for (:data:`PROBED`): those
+stay missing. Standard library only; never raises.
 """
 
 import contextlib
@@ -36,6 +46,66 @@ _SCOPE_SIGNAL = 1 << 1
 _CREATE, _ADD_RULE, _RESTRICT = 444, 445, 446  # the same on x86-64 and arm64
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+TOOLBOX = "/opt/tmax/"
+PROBED = frozenset({
+    "pygments", "argcomplete", "exceptiongroup", "tomli", "colorama", "xdist", "pexpect",
+    "typing_extensions", "importlib_metadata", "zipp", "attr", "attrs", "py",
+})  # fmt: skip
+"""Modules pytest, pluggy or the standard library import only if present (``try:
+import ...``): never taken from outside the toolbox in a verification's toolbox Python."""
+
+
+class _ToolboxFirst:
+    """A meta-path finder, just before the path finder: a protected top-level name is
+    looked for in the toolbox's own ``sys.path`` entries only (missing if not there);
+    submodules follow their package's ``__path__``, which is then the toolbox's too."""
+
+    def __init__(self, names: frozenset, paths: list) -> None:
+        self.names, self.paths = names, paths
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in self.names:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, self.paths)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r} in the toolbox", name=name)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+def toolbox_modules_first() -> None:
+    """Install :class:`_ToolboxFirst` (once) for the standard library's names, every
+    top-level module in the toolbox's ``sys.path`` entries, and :data:`PROBED`."""
+    if any(isinstance(finder, _ToolboxFirst) for finder in sys.meta_path):
+        return
+    paths = [entry for entry in sys.path if entry.startswith(TOOLBOX)]
+    names = set(sys.stdlib_module_names) | PROBED
+    for entry in paths:
+        with contextlib.suppress(OSError):
+            for item in os.listdir(entry):
+                stem = item.split(".", 1)[0]
+                if stem.isidentifier():
+                    names.add(stem)
+    import importlib.machinery
+
+    where = next(
+        (i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder),
+        len(sys.meta_path),
+    )
+    sys.meta_path.insert(where, _ToolboxFirst(frozenset(names), paths))
+
+
+def _in_verification() -> bool:
+    """Whether this process is in a verification's PID namespace (the marker names it)."""
+    try:
+        with open(MARKER) as handle:
+            return handle.read().split()[0] == os.readlink("/proc/self/ns/pid")
+    except (OSError, IndexError):
+        return False
 
 
 def _verifying() -> bool:
@@ -101,6 +171,9 @@ def _lock() -> None:
     os.close(ruleset)
 
 
-if _verifying():
+if __name__ == "sitecustomize" and _in_verification():  # not when loaded by the verifier
     with contextlib.suppress(Exception):  # a guard that cannot apply must not break tests
-        _lock()
+        toolbox_modules_first()
+    if _verifying():
+        with contextlib.suppress(Exception):
+            _lock()

@@ -68,6 +68,14 @@ LOG = "/logs/verifier/test-stdout.txt"
 REWARD_FILES = ("reward.json", "reward.txt")
 INI_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 GUARD_MARKER = "/tests/.tmax-verifier-pidns"  # verifier_guard.MARKER
+SESSION_DIR = "/tmp/.tmax-session"  # base.SESSION_DIR: the control shell's files
+INTERPRETERS = {"/bin/sh": "bash", "/bin/bash": "bash", "/usr/bin/sh": "bash",
+                "/usr/bin/bash": "bash", "/usr/bin/env": "env", "/bin/env": "env"}  # fmt: skip
+"""Image paths the kernel (``#!/bin/bash``, ``#!/usr/bin/env python3``) and libc
+(``system()``, ``popen()``, Python's ``shell=True``) run by name: for the verification,
+the toolbox's bash and env are bound over them."""
+OWN = ("/opt/tmax/", "/proc/", "/sys/", "/dev/", "/tests/", "/logs/", SESSION_DIR)
+ST_RDONLY = 1
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -101,6 +109,28 @@ def mask_proc():
             mount("tmpfs", path, "tmpfs", MS_RDONLY, "size=0")
         elif os.path.exists(path):
             mount("/dev/null", path, "", MS_BIND)
+
+
+def cover_interpreters():
+    """Bind the toolbox's bash and env over what :data:`INTERPRETERS` resolve to in the
+    image (a regular file of the image: not our own mounts), read-only; a path the agent
+    made something else (a directory, nothing) stays as it is, and cannot run."""
+    covered = set()
+    for path, tool in INTERPRETERS.items():
+        real = os.path.realpath(path)
+        if real in covered or real.startswith(OWN):
+            continue
+        try:
+            if not stat.S_ISREG(os.stat(real).st_mode):
+                continue
+            mount(f"/opt/tmax/bin/{tool}", real, "", MS_BIND)
+        except OSError:
+            continue
+        covered.add(real)
+        with contextlib.suppress(OSError):
+            mount("", real, "", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        if not os.statvfs(real).f_flag & ST_RDONLY:  # never a writable path to the toolbox
+            libc.umount2(real.encode(), 2)
 
 
 def real_directory(path):
@@ -174,6 +204,19 @@ def run_script(keep, workdir):
     os.execve("/opt/tmax/bin/bash", ["bash", "/tests/test.sh"], ENV)
 
 
+def toolbox_modules_first():
+    """The guard's (the toolbox's sitecustomize) resolution of the standard library's and
+    the toolbox's modules from the toolbox only, for the tests' own pytest: a test that
+    puts the agent's directory on ``sys.path`` cannot shadow what pytest imports later."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.__file__), "sitecustomize.py")  # the toolbox's
+    spec = importlib.util.spec_from_file_location("tmax_verifier_guard", path)
+    guard = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(guard)
+    guard.toolbox_modules_first()
+
+
 def run_pytest(keep, workdir, files):
     to_log()
     os.environ.clear()
@@ -181,6 +224,7 @@ def run_pytest(keep, workdir, files):
     enter(workdir)
     with open("/opt/tmax/MANIFEST.json") as handle:  # started with -S: no site-packages
         sys.path.insert(0, "/opt/tmax/" + json.load(handle)["python"]["site"])
+    toolbox_modules_first()
     import pytest  # the toolbox's
 
     class Guard:
@@ -253,6 +297,10 @@ def main():
     real_directory("/tests")
     mount("tmpfs", "/logs/verifier", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=755")
     mount("tmpfs", "/tests", "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=755")
+    if os.path.isdir(SESSION_DIR) and not os.path.islink(SESSION_DIR):
+        with contextlib.suppress(OSError):  # where it can: the control shell uses fds only
+            mount("tmpfs", SESSION_DIR, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0")
+    cover_interpreters()
     untar = os.fork()  # the tests arrive on stdin as a tar stream, and nothing else does
     if untar == 0:
         os.execv("/opt/tmax/bin/tar", ["tar", "-x", "-f", "-", "-C", "/tests", "--no-same-owner"])
