@@ -45,11 +45,17 @@ TOOLBOX = "/opt/tmax"
 LABEL = "tmax.sandbox"
 """Label (podman), name prefix (apptainer) or marker file (bwrap) on every resource."""
 SESSION_DIR = "/tmp/.tmax-session"
-"""Agent-session state inside the sandbox (cwd, exported variables, output files)."""
+"""Agent-session state inside the sandbox (a tmpfs): the terminal harnesses' tmux state,
+which the agent's own commands use, and :data:`CONTROL_DIR`."""
+CONTROL_DIR = f"{SESSION_DIR}/ctl"
+"""The control shell's files (the command, cwd and exported variables between commands,
+each command's output): covered by an empty read-only tmpfs in the agent's and the
+verifier's mount namespaces, so nothing the agent runs can see, replace or block on
+them. The agent's commands get them as open file descriptors."""
 SESSION_TMPFS_MB = 64
 """Size of the tmpfs backends mount on SESSION_DIR: the most one command's output can take."""
 VERIFIER_PATH = f"{TOOLBOX}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-HOST_GRACE_SEC = 15.0
+HOST_GRACE_SEC = 5.0
 """Extra host-side wait beyond a command's own timeout before the sandbox is declared hung."""
 
 LOOPBACK_UP = """
@@ -461,9 +467,10 @@ exec 2>&1
 __tmax_path=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 export PATH=/opt/tmax/bin LC_ALL=C
 S=/tmp/.tmax-session
+C=$S/ctl
 [ -d "$S" ] || { mkdir -p "$S" && chmod 700 "$S"; }
+mkdir -p "$C" && chmod 700 "$C"
 if [ -x /bin/bash ]; then __tmax_sh=/bin/bash; else __tmax_sh=/bin/sh; fi
-: > "$S/env"
 # Builtin stat and rm (bash loadables shipped in the toolbox) save two execs per
 # command; the external binaries are used where the loadables are missing.
 enable -f /opt/tmax/lib/bash/stat stat 2>/dev/null && __tmax_bstat=1
@@ -471,7 +478,7 @@ enable -f /opt/tmax/lib/bash/rm rm 2>/dev/null
 __n=0
 __tmax_size() {
   if [ -n "$__tmax_bstat" ]; then stat -A __st "$1"; __size=${__st[size]}
-  else __size=$(/opt/tmax/bin/stat -c %s "$1"); fi
+  else __size=$(/opt/tmax/bin/stat -L -c %s "$1"); fi
 }
 __tmax_oom() {  # OOM kills seen by this cgroup, read with builtins only (no forks)
   local f key value
@@ -486,25 +493,50 @@ __tmax_oom() {  # OOM kills seen by this cgroup, read with builtins only (no for
   done
   __oom=0
 }
+__tmax_cwd= __tmax_env=
+__tmax_take() {  # $1 fd, $2 most bytes: sets __taken to what the command left there
+  __taken=
+  __tmax_size "/proc/self/fd/$1"
+  [ "$__size" -gt 0 ] && IFS= read -r -d '' -N "$2" __taken < "/proc/self/fd/$1"
+  return 0
+}
+# Every file this shell uses for a command is new, under a name nobody can guess,
+# opened once before the command starts and then used only through that descriptor
+# (/proc/self/fd/N): whatever the agent's processes put at those paths (a FIFO, a link,
+# a directory), no read or write of this shell follows a link, opens a FIFO or blocks.
+# $C is also covered by an empty tmpfs in the agent's namespace where that can be done.
+__tmax_open() {
+  __tag=$SRANDOM$SRANDOM$SRANDOM
+  exec {__x}>"$C/.cmd.$__tag" {__o}>"$C/.out.$__tag" {__c}>"$C/.cwd.$__tag" \
+    {__e}>"$C/.env.$__tag"
+}
 __tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 workdir
   local oom0 start rc out
-  [ -s "$S/cwd" ] || printf '%s' "$5" > "$S/cwd"
+  [ -n "$__tmax_cwd" ] || __tmax_cwd=$5
   __tmax_oom; oom0=$__oom; start=${EPOCHREALTIME/./}
   # Output goes to a fresh file, not a pipe: a background job the agent starts keeps
   # its (later unlinked) file open without making us wait for it. The session dir
   # is a small tmpfs, so endless output ends in ENOSPC for the writer, not a full disk.
-  __n=$((__n + 1)); out="$S/out.$__n"
+  # The command (written by the caller), cwd and variables go in on fds 3-5; the
+  # command's cwd and variables come back on 6-7.
   __tmax_agent_up
   timeout -k 2 "$2" "${__tmax_enter[@]}" "$__tmax_sh" -c '
     PATH=$1
-    read -r __d < /tmp/.tmax-session/cwd; cd "$__d" 2>/dev/null || cd /
-    . /tmp/.tmax-session/env 2>/dev/null
-    . /tmp/.tmax-session/cmd
+    read -r __d <&5; cd "$__d" 2>/dev/null || cd /
+    . /dev/fd/4 2>/dev/null
+    exec 4<&- 5<&-
+    . /dev/fd/3
     __rc=$?
-    pwd > /tmp/.tmax-session/cwd
-    export -p > /tmp/.tmax-session/env
-    exit $__rc' sh "$__tmax_path" </dev/null > "$out" 2>&1
+    pwd >&6
+    export -p >&7
+    exit $__rc' sh "$__tmax_path" </dev/null >&"$__o" 2>&1 \
+    3<"/proc/self/fd/$__x" 4<<<"$__tmax_env" 5<<<"$__tmax_cwd" 6>&"$__c" 7>&"$__e"
   rc=$?
+  __tmax_take "$__c" 4096; [ -n "$__taken" ] && __tmax_cwd=${__taken%$'\n'}
+  __tmax_take "$__e" 16777216; [ -n "$__taken" ] && __tmax_env=$__taken
+  exec {__x}>&- {__c}>&- {__e}>&-
+  rm -f "$C/.cmd.$__tag" "$C/.cwd.$__tag" "$C/.env.$__tag"
+  out=/proc/self/fd/$__o
   __tmax_oom
   __tmax_size "$out"
   # Small outputs are relayed with builtins only (NUL bytes are dropped): a shell
@@ -516,7 +548,8 @@ __tmax_run() {  # $1 marker, $2 timeout (s), $3 head bytes, $4 tail bytes, $5 wo
     printf '\n%s_SPLIT\n' "$1"
   else head -c "$3" "$out"; printf '\n%s_SPLIT\n' "$1"; tail -c "$4" "$out"
   fi
-  rm -f "$out"
+  exec {__o}>&-
+  rm -f "$C/.out.$__tag"
   printf '\n%s %s %s %s %s\n' "$1" "$rc" "$__size" \
     "$(( (${EPOCHREALTIME/./} - start) / 1000 ))" "$(( __oom - oom0 ))"
 }
@@ -540,10 +573,14 @@ __tmax_agent_up() {
   # loopback of a phase without network, keeps the agent's capabilities only, then
   # reaps orphans and ignores signals.
   for proc in --mount-proc ""; do
-    exec {fd}< <(exec unshare "${__tmax_unshare[@]}" "${__tmax_agent_netopt[@]}" --pid \
+    # The holder dies with this shell (setpriv's parent-death signal), and the
+    # namespace with it (--kill-child): without a PID namespace of the sandbox's own
+    # (Apptainer's "allow pid ns = no") nothing of the agent's outlives the sandbox.
+    exec {fd}< <(exec setpriv --pdeathsig KILL unshare "${__tmax_unshare[@]}" \
+      "${__tmax_agent_netopt[@]}" --pid \
       --mount --fork --kill-child --propagation private $proc -- /opt/tmax/bin/tmax-enter \
       --init "$__tmax_keep" ${proc:+--proc} "${__tmax_agent_netopt[@]/--net/--lo}" \
-      </dev/null 2>&1)
+      --hide "$C" </dev/null 2>&1)
     __tmax_agent=$!
     while IFS= read -r -t 30 -u "$fd" line && [ "$line" != ready ]; do
       errors+="$line; "
@@ -570,8 +607,10 @@ __tmax_agent_stop() {  # end every process of the agent, and wait until they are
   wait "$__tmax_agent" 2>/dev/null
   __tmax_agent=
 }
-if __tmax_agent_up > "$S/agent-start"; then printf '__TMAX_READY__\n'
-else printf '__TMAX_READY__ failed: '; head -c 2000 "$S/agent-start"; printf '\n'; fi
+__tmax_open
+if __tmax_agent_up >&"$__o"; then printf '__TMAX_READY__\n'
+else printf '__TMAX_READY__ failed: '; head -c 2000 "/proc/self/fd/$__o"; printf '\n'; fi
+exec {__x}>&- {__o}>&- {__c}>&- {__e}>&-; rm -f "$C/".*."$__tag"
 """
 
 
@@ -758,14 +797,32 @@ class Sandbox(ABC):
         return None
 
     def agent_death(self, detail: str) -> str:
-        """Why the sandbox died of its agent's doing (``detail`` and what the agent
-        exhausted): the episode is a failed attempt with reward 0. The agent cannot
-        reach the control plane, so without exhaustion the death is the host's: raises
-        SandboxDied, an infrastructure failure to retry."""
+        """Why the sandbox died of its agent's doing: the episode is a failed attempt
+        with reward 0, the reason recorded. It did when the agent exhausted something
+        (memory, processes, storage), or when the sandbox stopped answering while its
+        control shell was still alive: nothing but the agent's processes runs in it, and
+        none of them can reach the control shell or its files, so a live shell that does
+        not answer was starved or stalled by them. Only a sandbox whose control shell is
+        gone without exhaustion (killed from outside, a backend that died) is the
+        host's: raises SandboxDied, an infrastructure failure to retry."""
         exhausted = self.exhausted()
-        if exhausted is None:
-            raise SandboxDied(f"{detail}; no exhaustion seen")
-        return f"{detail}; {exhausted}"
+        if exhausted is not None:
+            return f"{detail}; {exhausted}"
+        if self._control_alive():
+            return f"{detail}; its control shell was alive but starved by the agent's processes"
+        raise SandboxDied(f"{detail}; no exhaustion seen")
+
+    def _control_alive(self) -> bool:
+        """Whether the control shell's process still runs (not gone, not a zombie)."""
+        if self._control_pid is None or self._channel is None:
+            return False
+        if self._channel.process.poll() is not None:
+            return False  # the backend's process is gone: the sandbox with it
+        try:
+            state = Path(f"/proc/{self._control_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return False
+        return state[0] not in ("Z", "X", "T", "t")  # stopped: only the host can
 
     def _pids_nearly_full(self) -> bool:
         for path in self._cgroups("pids"):
@@ -928,7 +985,7 @@ class Sandbox(ABC):
         half = max(1, self.limits.output_limit_bytes // 2)
         delimiter = f"__TMAX_CMD_{uuid.uuid4().hex}__"
         script = (
-            f"cat > \"$S/cmd\" <<'{delimiter}'\n{command}\n{delimiter}\n"
+            f"__tmax_open\ncat >&\"$__x\" <<'{delimiter}'\n{command}\n{delimiter}\n"
             f"__tmax_run @MARKER@ {math.ceil(timeout)} {half} {half} {shlex.quote(self.workdir)}"
         )
         started = time.monotonic()
@@ -1002,11 +1059,12 @@ class Sandbox(ABC):
         """
         parent, name = str(Path(source).parent), Path(source).name
         script = (
-            f'tar -c -f "$S/download.tar" -C {shlex.quote(parent)} {shlex.quote(name)} '
-            f'2>"$S/download.err"; rc=$?; '
-            f'size=$(/opt/tmax/bin/stat -c %s "$S/download.tar"); '
-            f'printf \'__TMAX_SIZE__ %s %s\\n\' "$rc" "$size"; '
-            f'cat "$S/download.tar"; rm -f "$S/download.tar"; printf \'\\n%s 0\\n\' @MARKER@'
+            f"__tmax_open; tar -c -f - -C {shlex.quote(parent)} {shlex.quote(name)} "
+            '>&"$__o" 2>/dev/null; rc=$?; '
+            'size=$(/opt/tmax/bin/stat -L -c %s "/proc/self/fd/$__o"); '
+            'printf \'__TMAX_SIZE__ %s %s\\n\' "$rc" "$size"; cat "/proc/self/fd/$__o"; '
+            'exec {__x}>&- {__o}>&- {__c}>&- {__e}>&-; rm -f "$C/".*."$__tag"; '
+            "printf '\\n%s 0\\n' @MARKER@"
         )
         marker = f"__TMAX_END_{uuid.uuid4().hex}__"
         channel = self.channel

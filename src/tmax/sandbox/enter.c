@@ -13,11 +13,13 @@
  * and exits with its status (128 + signal when it was killed), passing on the signals a
  * timeout sends.
  *
- *   tmax-enter --init CAPS [--proc] [--lo]
+ *   tmax-enter --init CAPS [--proc] [--lo] [--hide DIR]...
  *
  * The init of the agent's PID namespace (PID 1, started by unshare --fork): with
  * --proc it makes the namespace's fresh /proc read-only and hides what podman hides,
- * with --lo it brings up the loopback of a fresh network namespace; then it keeps only
+ * with --lo it brings up the loopback of a fresh network namespace, with --hide it
+ * covers DIR (the control shell's own files) with an empty read-only tmpfs, so that no
+ * process of the namespace can see, replace or block on them; then it keeps only
  * CAPS, prints "ready", and reaps orphans until the namespace ends (as PID 1 it gets
  * no signal from inside the namespace but those it handles, and it handles none).
  * Built into the toolbox by tmax.sandbox.toolbox. */
@@ -106,10 +108,19 @@ static void loopback_up(void) {
     close(fd);
 }
 
+static void hide(const char *dir) {
+    /* Defence in depth: the control shell reaches its files only through descriptors
+     * it opened on names nobody can guess. A namespace without the right to mount (a
+     * user namespace mapping an ordinary user, as under unprivileged Apptainer) keeps
+     * the directory in sight. */
+    mount("tmpfs", dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=000");
+}
+
 static int init(int argc, char **argv) {
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--proc") == 0) mask_proc();
         else if (strcmp(argv[i], "--lo") == 0) loopback_up();
+        else if (strcmp(argv[i], "--hide") == 0 && i + 1 < argc) hide(argv[++i]);
         else {
             fprintf(stderr, "tmax-enter --init: unknown option %s\n", argv[i]);
             return 125;
@@ -140,7 +151,7 @@ int main(int argc, char **argv) {
     first += net;
     if (argc < first + 2 || strcmp(argv[first], "--") != 0) {
         fprintf(stderr, "usage: tmax-enter HOLDER CAPS [--user] [--net] -- COMMAND...\n"
-                        "       tmax-enter --init CAPS [--proc] [--lo]\n");
+                        "       tmax-enter --init CAPS [--proc] [--lo] [--hide DIR]...\n");
         return 125;
     }
     if (user) join(argv[1], "user", CLONE_NEWUSER);
