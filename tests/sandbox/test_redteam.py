@@ -21,7 +21,8 @@ REDTEAM = ROOT / "tests" / "fixtures" / "redteam"
 FOREIGN = ["tb2-shaped-word-count", "swe-shaped-fix-median"]
 FAMILY = "data_querying.sales_report"
 ON_PODMAN = ["kill -9 -1", "/proc fd and mem injection", "reward files", "stubbed binaries",
-             "disk bomb", *(name for name, a in ATTACKS.items() if a.deliverable)]  # fmt: skip
+             "disk bomb", "shadowing modules", "shadowing packages", "control-plane tampering",
+             *(name for name, a in ATTACKS.items() if a.deliverable)]  # fmt: skip
 
 
 def _backend(name: str) -> str:

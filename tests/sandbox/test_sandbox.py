@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import FIXTURE_TASKS
 from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup
-from tmax.sandbox.base import reward_from_files
+from tmax.sandbox.base import SandboxDied, reward_from_files
 from tmax.sandbox.episode import run_episode, sandbox_for_task
 from tmax.sandbox.storage import private_copy, sandbox_root
 
@@ -309,6 +309,50 @@ def test_reward_hacks_score_zero(answer_box: Sandbox, hack: str) -> None:
     answer_box.upload(ANSWER_TASK / "solution", "/solution")
     answer_box.run("/opt/tmax/bin/bash /solution/solve.sh")
     assert answer_box.verify(ANSWER_TASK / "tests").reward == 1.0
+
+
+def test_a_verifier_runs_the_toolboxs_shell_and_modules_not_the_agents(
+    backend: str, tmp_path: Path
+) -> None:
+    """A Harbor test.sh whose Python imports json from the agent's working directory's
+    place in sys.path and runs a shell=True command: both are the toolbox's, whatever
+    the agent left at /app/json.py and /bin/sh."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text(
+        "cd /app\n"
+        'out=$(python3 -c \'import json, subprocess; print(subprocess.run("echo real", '
+        "shell=True, capture_output=True, text=True).stdout.strip(), json.__file__)')\n"
+        'case "$out" in "real /opt/tmax/"*) echo 1;; *) echo "$out" >&2; echo 0;; esac '
+        "> /logs/verifier/reward.txt\n"
+    )
+    with small_box(backend) as box:
+        planted = box.run(
+            "mkdir -p /app && printf 'import os\\nos._exit(0)\\n' > /app/json.py && "
+            "rm -f /bin/sh && printf '#!/opt/tmax/bin/bash\\necho fake\\n' > /bin/sh && "
+            "chmod 755 /bin/sh && /bin/sh && cd /app && /opt/tmax/bin/python3 -I -c "
+            '\'import sys; sys.path.insert(0, ""); import json; print("shadows")\'; echo rc=$?'
+        )
+        assert planted.output.split() == ["fake", "rc=0"], planted.output  # both would bite
+        result = box.verify(tests)
+    assert result.reward == 1.0, result
+
+
+def test_a_control_shell_alive_but_not_answering_is_the_agents_doing(backend: str) -> None:
+    """Nothing but the agent's processes runs in a sandbox: a control shell that is
+    alive and does not answer was stalled by them (reward 0, not infra); one that is
+    gone without exhaustion is the host's (infra)."""
+    with small_box(backend) as box:
+        with pytest.raises(SandboxDied):
+            box._control("mkfifo /tmp/.stuck; read -r x < /tmp/.stuck", 1)
+        assert "alive but starved" in box.agent_death("stopped")
+    with small_box(backend) as box:
+        assert box._control_pid is not None
+        os.kill(box._control_pid, 9)
+        with pytest.raises(SandboxDied):
+            box.run("true")
+        with pytest.raises(SandboxDied, match="no exhaustion seen"):
+            box.agent_death("gone")
 
 
 def test_reward_files_follow_harbor() -> None:

