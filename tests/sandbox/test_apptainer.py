@@ -228,14 +228,16 @@ class Fake:
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
     handle = Fake(tmp_path)
     monkeypatch.setenv("PATH", f"{handle.bin_dir}{os.pathsep}{os.environ['PATH']}")
     # the fake's overlay images and layers stay in the test's own directory
     monkeypatch.setenv("TMAX_SANDBOX_DIR", str(tmp_path / "sandboxes"))
     monkeypatch.setattr(apptainer, "_overlay_templates", {})
     monkeypatch.delenv("TMAX_APPTAINER_BIN", raising=False)
-    return handle
+    yield handle
+    for name in handle.instances():  # what a test started itself ("someone else's")
+        subprocess.run(["singularity", "instance", "stop", name], check=False)
 
 
 @pytest.fixture
