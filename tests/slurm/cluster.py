@@ -22,8 +22,10 @@ user would set it on a cluster whose node names are not host names.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -32,6 +34,7 @@ from types import TracebackType
 
 PARTITION = "debug"
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
+MUNGE_PID = Path("/run/munge/munged.pid")
 MARKER = "# written by tmax-repro tests/slurm/cluster.py; removed when the cluster stops"
 COMMANDS = ("slurmctld", "slurmd", "munged", "sbatch", "srun", "squeue", "scontrol")
 """What a local cluster needs: its daemons and the clients the tests call."""
@@ -144,6 +147,7 @@ class LocalSlurm:
         self.conf = root / "slurm.conf"
         self._daemons: list[subprocess.Popen[bytes]] = []
         self._master_addr: str | None = None
+        self._munge_started = False
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """An environment whose Slurm commands talk to this cluster."""
@@ -192,6 +196,23 @@ class LocalSlurm:
         subprocess.run(
             ["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True, capture_output=True
         )
+        self._munge_started = True
+
+    def _stop_munge(self) -> None:
+        """Stop the munged this cluster started; one that was already running stays."""
+        if not self._munge_started:
+            return
+        self._munge_started = False
+        try:
+            pid = int(MUNGE_PID.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            subprocess.run(["pkill", "-x", "munged"], capture_output=True)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(0.05)
 
     def _wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -223,7 +244,7 @@ class LocalSlurm:
         return "\n".join(parts)
 
     def stop(self) -> None:
-        """Cancel what is left and stop both daemons (munged stays: it is harmless)."""
+        """Cancel what is left and stop the daemons this cluster started."""
         if self._daemons:
             subprocess.run(["scancel", "--full", "-u", "root"], env=self.env(), capture_output=True)
         for daemon in reversed(self._daemons):
@@ -235,6 +256,7 @@ class LocalSlurm:
                 daemon.kill()
                 daemon.wait()
         self._daemons.clear()
+        self._stop_munge()
         if self.nodes > 1:
             if self._master_addr is None:
                 os.environ.pop("MASTER_ADDR", None)
