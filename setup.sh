@@ -41,10 +41,11 @@ done
 # --- Debian packages ----------------------------------------------------------
 # Each stage adds what it needs here; missing ones are installed when root.
 #   sandboxes: podman + runc (crun fails on cgroup-v1-hybrid hosts), bubblewrap,
-#   debootstrap (registry-free base image), uidmap, tmux (keystroke harnesses);
+#   debootstrap (registry-free base image), uidmap, tmux (keystroke harnesses),
+#   passt (pasta: a phase with network reaches out, not the host) and iproute2;
 #   the verifier toolbox: patchelf, Debian's python3 + pytest, bash loadables.
 APT_PACKAGES=(git podman runc bubblewrap debootstrap uidmap tmux patchelf
-  python3 python3-pytest bash-builtins)
+  python3 python3-pytest bash-builtins passt iproute2)
 if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   APT_PACKAGES+=("python3-venv")
 fi

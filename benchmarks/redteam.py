@@ -1,12 +1,14 @@
 """The red team: every scripted attack against one generated task of every family and
-against the Terminal-Bench-2- and SWE-bench-shaped fixtures, on bwrap and podman.
+against the Harbor-format fixtures (shaped like Terminal-Bench 2, SWE-bench, and
+Terminal-Bench 1.0 and Endless Terminals as converted), on bwrap and podman.
 
 Run (as root, after ./setup.sh): .venv/bin/python benchmarks/redteam.py [--quick]
     [--backend bwrap] [--family NAME ...]
 
 Prints, per attack, how many (task, backend) pairs it was tried on, how many it got a
-reward on (must be 0), how many it turned into an infrastructure failure (must be 0)
-and, for the attack that reads the tests, on how many tasks with pytest's verdict it
+reward on (must be 0), how many it turned into an infrastructure failure (must be 0),
+on how many a connection reached the host's server (must be 0) and, for the attack
+that reads the tests, on how many tasks with pytest's verdict it
 read any of them (must be 0), then every such pair. ``--quick`` takes the first
 family of each domain. Exits 1 when any attack succeeded. The attacks are in
 ``tmax.sandbox.redteam``.
@@ -51,9 +53,10 @@ def main() -> int:
                         continue
                     outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
                     done.append(outcome)
-                    if outcome.forged or outcome.infra or outcome.leaked:
+                    if _broken(outcome):
                         print(f"  ! {backend} {task.name}: {attack.name}: reward "
                               f"{outcome.reward} infra {outcome.infra} "
+                              f"host reached {outcome.host_reached} "
                               f"read the tests {outcome.leaked}", flush=True)  # fmt: skip
             print(f"\n{backend}: {len(tasks)} tasks ({len(families)} families + "
                   f"{len(tasks) - len(families)} fixtures) x {len(ATTACKS)} attacks, "
@@ -63,21 +66,34 @@ def main() -> int:
     if len(backends) > 1:
         print("\nall backends:")
         _table(outcomes)
-    return 1 if any(o.forged or o.infra or o.leaked for o in outcomes) else 0
+    return 1 if any(_broken(o) for o in outcomes) else 0
+
+
+def _broken(outcome: Outcome) -> bool:
+    return bool(outcome.forged or outcome.infra or outcome.leaked or outcome.host_reached)
 
 
 def _table(outcomes: list[Outcome]) -> None:
     by_attack: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_attack[outcome.attack].append(outcome)
-    print("| attack | tried | rewarded | infra | read the tests |\n|---|---|---|---|---|")
+    print("| attack | tried | rewarded | infra | host reachable | read the tests |\n"
+          "|---|---|---|---|---|---|")  # fmt: skip
     for name in ATTACKS:
         got = by_attack[name]
         print(f"| {name} | {len(got)} | {sum(o.forged for o in got)} "
-              f"| {sum(o.infra is not None for o in got)} | {_leaks(got)} |")  # fmt: skip
+              f"| {sum(o.infra is not None for o in got)} | {_reached(got)} "
+              f"| {_leaks(got)} |")  # fmt: skip
     forged = sum(o.forged for o in outcomes)
     infra = sum(o.infra is not None for o in outcomes)
-    print(f"| **all** | {len(outcomes)} | {forged} | {infra} | {_leaks(outcomes)} |", flush=True)
+    print(f"| **all** | {len(outcomes)} | {forged} | {infra} | {_reached(outcomes)} "
+          f"| {_leaks(outcomes)} |", flush=True)  # fmt: skip
+
+
+def _reached(outcomes: list[Outcome]) -> str:
+    """Host reached over the outcomes of network attacks ("reached/tried"), "" if none."""
+    tried = [o for o in outcomes if o.host_reached is not None]
+    return f"{sum(o.host_reached for o in tried)}/{len(tried)}" if tried else ""
 
 
 def _leaks(outcomes: list[Outcome]) -> str:

@@ -8,20 +8,33 @@ options against the fake ``singularity`` of test_apptainer.py.
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURE_TASKS
 from tests.sandbox.test_apptainer import fake, start_args, toolbox  # noqa: F401 (fixtures)
-from tests.sandbox.test_sandbox import _available, backend, host_server  # noqa: F401 (fixtures)
+from tests.sandbox.test_sandbox import (  # noqa: F401 (fixtures)
+    _available,
+    backend,
+    host_server,
+    serving,
+)
 from tmax.sandbox.apptainer import ApptainerSandbox
 from tmax.sandbox.base import (
     Limits,
     NetworkPlan,
     PhaseNetwork,
     Sandbox,
+    host_addresses,
     resolve_network,
 )
 from tmax.sandbox.bwrap import BwrapSandbox
@@ -159,7 +172,8 @@ def test_the_sandbox_has_the_network_of_either_phase_and_the_other_its_own(
     tmp_path: Path, agent: bool, verifier: bool, shared: bool, agent_ns: bool, verifier_ns: bool
 ) -> None:
     box = _bwrap(_limits(agent, verifier), tmp_path)
-    assert ("--share-net" in box._bwrap_args()) is shared
+    assert "--share-net" not in box._bwrap_args()  # never the host's: pasta once up
+    assert box.limits.sandbox_network is shared
     assert (box.agent_netns, box.verifier_netns) == (agent_ns, verifier_ns)
     podman = PodmanSandbox("img", _limits(agent, verifier), toolbox=tmp_path)
     args = podman._run_args([])
@@ -186,13 +200,15 @@ def test_an_allowlist_and_a_kept_agent_are_noted_as_degraded(tmp_path: Path) -> 
     assert any("cannot reach the agent's services" in note for note in degraded)
 
 
-def test_apptainer_starts_with_a_network_when_only_the_verifier_has_one(
+def test_apptainer_never_starts_in_the_nodes_network(
     fake,  # noqa: F811 (the imported fixture)
     toolbox: Path,  # noqa: F811
 ) -> None:
+    """An instance always has a network namespace of its own; one whose verifier has the
+    network gets pasta's user-mode networking in it once up (tested in real sandboxes
+    below), never the node's namespace."""
     offline_agent = ApptainerSandbox("/x.sif", _limits(False, True), toolbox=toolbox)
-    options = start_args(offline_agent, fake)[3:-2]
-    assert "--network" not in options and "--net" not in options
+    assert "--net --network none" in " ".join(start_args(offline_agent, fake))
     assert offline_agent.agent_netns and not offline_agent.verifier_netns
     offline = ApptainerSandbox("/x.sif", _limits(False, False), toolbox=toolbox)
     assert "--net --network none" in " ".join(start_args(offline, fake))
@@ -209,7 +225,7 @@ PROBE = (
     "(exec 3<>/dev/tcp/127.0.0.1/{port} && echo HOST $(cat <&3)) 2>/dev/null || echo HOST none"
 )
 """What a phase sees: its interfaces (/proc/net/dev is per network namespace), whether
-its loopback works, and (bwrap: the host's own namespace) the host's loopback server."""
+its loopback works, and whether the host's loopback server answers (it never may)."""
 
 
 def _seen(output: str) -> dict[str, str]:
@@ -224,8 +240,7 @@ def _online(seen: dict[str, str], kind: str) -> bool:
     interfaces = seen["IFACES"].split()
     assert "lo" in interfaces, seen
     reached = [i for i in interfaces if i != "lo"] != []
-    if kind == "bwrap":  # the host's own namespace: its loopback server answers too
-        assert (seen["HOST"] == "host-secret") is reached, seen
+    assert seen["HOST"] == "none", seen  # the host's loopback server, from every phase
     return reached
 
 
@@ -300,3 +315,134 @@ def test_an_offline_agent_in_its_own_user_namespace_joins_both(
         agent = _seen(box.run(PROBE.format(port=host_server), timeout=30).output)
         assert not _online(agent, "bwrap") and agent["LOOPBACK"] == "ok"
         assert _online(_verify(box, tmp_path, host_server), "bwrap")
+
+
+# --- out, but not back to the host -----------------------------------------------------
+
+
+@pytest.fixture
+def outside() -> Iterator[tuple[str, int]]:
+    """A server "outside": in a network namespace of its own, reached from the host over
+    a veth pair (its host side is one more of the host's own addresses)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 to make a network namespace")
+    tag = f"{os.getpid() % 100000}"
+    name, host_end, far_end = f"tmaxo{tag}", f"tmaxh{tag}", f"tmaxf{tag}"
+    net = f"10.203.{os.getpid() % 250}"
+    port = 18000 + os.getpid() % 1000
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True)
+
+    ip("netns", "add", name)
+    server = None
+    try:
+        ip("link", "add", host_end, "type", "veth", "peer", "name", far_end)
+        ip("link", "set", far_end, "netns", name)
+        ip("addr", "add", f"{net}.1/24", "dev", host_end)
+        ip("link", "set", host_end, "up")
+        ip("-n", name, "addr", "add", f"{net}.2/24", "dev", far_end)
+        ip("-n", name, "link", "set", far_end, "up")
+        ip("-n", name, "link", "set", "lo", "up")
+        code = (
+            f"import socket\ns = socket.create_server(('{net}.2', {port}))\n"
+            "while True:\n    c, _ = s.accept()\n    c.sendall(b'outside-ok')\n    c.close()\n"
+        )
+        server = subprocess.Popen(["ip", "netns", "exec", name, sys.executable, "-c", code])
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((f"{net}.2", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"{net}.2", port
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        subprocess.run(["ip", "link", "del", host_end], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+@pytest.fixture
+def everywhere_on_the_host() -> Iterator[int]:
+    """A server on every address of the host (its loopback included), dual-stack."""
+    server = socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+    with serving(server, b"host-secret") as port:
+        yield port
+
+
+def _reach_probe(outside: tuple[str, int], port: int) -> str:
+    targets = [f"{outside[0]}:{outside[1]}", f"127.0.0.1:{port}", f"[::1]:{port}"]
+    targets += [f"[{a}]:{port}" if ":" in a else f"{a}:{port}" for a in host_addresses()]
+    lines = []
+    for target in targets:
+        address, _, number = target.rpartition(":")
+        host = address.strip("[]")
+        lines.append(
+            f"(exec 3<>/dev/tcp/{host}/{number} && echo REACH {target} $(head -c 20 <&3)) "
+            f"2>/dev/null || echo NONE {target}"
+        )
+    return "; ".join(lines)
+
+
+def _reached(output: str) -> dict[str, str]:
+    return {
+        line.split()[1]: " ".join(line.split()[2:])
+        for line in output.splitlines()
+        if line.startswith("REACH ")
+    }
+
+
+def _check_reach(output: str, outside: tuple[str, int]) -> None:
+    reached = _reached(output)
+    assert reached.get(f"{outside[0]}:{outside[1]}") == "outside-ok", output
+    assert set(reached) == {f"{outside[0]}:{outside[1]}"}, output  # nothing of the host
+
+
+def _both_phases(box: Sandbox, tmp_path: Path, probe: str, outside: tuple[str, int]) -> None:
+    _check_reach(box.run(probe, timeout=60).output, outside)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text(f"#!/bin/bash\n{probe}\necho 1 > /logs/verifier/reward.txt\n")
+    result = box.verify(tests, timeout=60)
+    assert result.reward == 1.0, result
+    _check_reach(result.output, outside)
+    assert box.network["host"].startswith("unreachable"), box.network
+
+
+@pytest.mark.slow
+def test_a_phase_with_network_reaches_outside_but_never_the_host(
+    backend: str,  # noqa: F811 (the imported fixture)
+    outside: tuple[str, int],
+    everywhere_on_the_host: int,
+    tmp_path: Path,
+) -> None:
+    """Outward connections work (a server in a namespace the test made, over a veth);
+    the host's loopback, its own addresses (the veth's host end, the podman bridge, the
+    main interface) never answer, from the agent's commands or the verifier."""
+    probe = _reach_probe(outside, everywhere_on_the_host)
+    with sandbox_for_task(
+        ANSWER_TASK, backend, run_id="pytest", network=True, verifier_network=True
+    ) as box:
+        _both_phases(box, tmp_path, probe, outside)
+
+
+@pytest.mark.slow
+def test_apptainer_with_network_reaches_outside_but_never_the_host(
+    fake,  # noqa: F811 (the imported fixture)
+    toolbox: Path,  # noqa: F811
+    outside: tuple[str, int],
+    everywhere_on_the_host: int,
+    tmp_path: Path,
+) -> None:
+    if _available("bwrap"):
+        pytest.skip("the fake's instances need bwrap and root")
+    probe = _reach_probe(outside, everywhere_on_the_host)
+    # the fake's stand-in toolbox has no Python to verify with: the agent's phase
+    with ApptainerSandbox("/x.sif", Limits(network=True), toolbox=toolbox) as box:
+        _check_reach(box.run(probe, timeout=60).output, outside)
+        assert box.network["host"].startswith("unreachable"), box.network

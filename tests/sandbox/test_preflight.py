@@ -24,6 +24,7 @@ def test_a_working_node_passes_every_check(backend: str) -> None:
     assert [c.name for c in checks] == [
         "image", "start", "root inside", "writable /tests and /logs", "200 MB writable",
         "own PID namespace", "network off", "memory/CPU/PID limits", "storage limit", "verifier",
+        "network phases",
     ]  # fmt: skip
     assert all(c.status == "ok" for c in checks), table(checks)
 

@@ -1,8 +1,9 @@
 """The red team, cut down for CI: every scripted attack against a generated task (the
-reward is pytest's verdict) and against tasks shaped like Terminal-Bench 2 and
-SWE-bench (Harbor's test.sh and reward file), on bwrap; the attacks on the verifier
-itself also on podman. No attack may earn a reward or turn its trial into an
-infrastructure failure. ``benchmarks/redteam.py`` runs every family on both backends."""
+reward is pytest's verdict) and against tasks shaped like Terminal-Bench 2, SWE-bench,
+Terminal-Bench 1.0 and Endless Terminals as converted (Harbor's test.sh and reward
+file), on bwrap; the attacks on the verifier itself also on podman. No attack may earn
+a reward, turn its trial into an infrastructure failure or reach the host.
+``benchmarks/redteam.py`` runs every family on both backends."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from tmax.sandbox.redteam import ATTACKS, Outcome, attempt, family_task, program
 pytestmark = pytest.mark.slow
 
 REDTEAM = ROOT / "tests" / "fixtures" / "redteam"
-FOREIGN = ["tb2-shaped-word-count", "swe-shaped-fix-median"]
+FOREIGN = ["tb2-shaped-word-count", "swe-shaped-fix-median", "tbv1-shaped-line-sort",
+           "endless-shaped-final-state"]  # fmt: skip
 FAMILY = "data_querying.sales_report"
 ON_PODMAN = ["kill -9 -1", "/proc fd and mem injection", "reward files", "stubbed binaries",
              "disk bomb", "shadowing modules", "shadowing packages", "control-plane tampering",
+             "loopback and host-address reach",
              *(name for name, a in ATTACKS.items() if a.deliverable)]  # fmt: skip
 
 
@@ -55,7 +58,7 @@ def test_no_attack_earns_a_reward_or_an_infra_failure_on_bwrap(
     assert any(path.startswith(("/app/", "/testbed/")) for path in program_paths(task_dir))
     outcomes = [attempt(task_dir, attack, backend, run_id="pytest-redteam")
                 for attack in ATTACKS.values() if backend in attack.backends]  # fmt: skip
-    broken = [o for o in outcomes if o.forged or o.infra]
+    broken = [o for o in outcomes if o.forged or o.infra or o.host_reached]
     assert not broken, broken
     _answer_key_hidden(outcomes, task)
 
@@ -72,6 +75,6 @@ def test_the_attacks_on_the_verifier_fail_on_podman_too(tasks: dict[str, Path], 
     backend = _backend("podman")
     outcomes = [attempt(tasks[task], ATTACKS[name], backend, run_id="pytest-redteam")
                 for name in ON_PODMAN]  # fmt: skip
-    broken = [o for o in outcomes if o.forged or o.infra]
+    broken = [o for o in outcomes if o.forged or o.infra or o.host_reached]
     assert not broken, broken
     _answer_key_hidden(outcomes, task)

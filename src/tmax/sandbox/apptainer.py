@@ -60,7 +60,15 @@ from pathlib import Path
 from typing import Any
 
 from tmax.io import cache_dir, file_lock, write_text
-from tmax.sandbox.base import LABEL, TOOLBOX, Limits, Sandbox, SandboxError
+from tmax.sandbox.base import (
+    LABEL,
+    TOOLBOX,
+    Limits,
+    Sandbox,
+    SandboxError,
+    attach_pasta,
+    stop_pasta,
+)
 from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
 from tmax.sandbox.storage import made_once, private_copy, sandbox_root
 
@@ -338,8 +346,9 @@ class ApptainerSandbox(Sandbox):
         options = ["--containall", "--no-nv", "--bind", f"{toolbox}:{TOOLBOX}:ro"]
         overlay = self.dir / ("overlay.img" if self._overlay_image else "overlay")
         options += ["--overlay", str(overlay), "--workdir", str(self.dir / "work")]
-        if not limits.sandbox_network:  # a phase without one: a namespace of its own
-            options += ["--net", "--network", "none"]
+        # A network namespace of its own always (loopback only); a sandbox with network
+        # gets pasta's user-mode networking in it once up (_network_up), never the node's.
+        options += ["--net", "--network", "none"]
         if self.fakeroot:
             options.append("--fakeroot")
         if cgroup_limits:
@@ -450,7 +459,15 @@ class ApptainerSandbox(Sandbox):
             return super()._pids_nearly_full()
         return len(self.sandbox_pids()) >= self.limits.pids - 4
 
+    def _network_up(self) -> None:
+        if self.limits.sandbox_network:
+            attach_pasta(self._netns_pid(), self.dir / "pasta.pid")
+        super()._network_up()
+        if self.limits.sandbox_network:
+            self.host_reach += ", user-mode networking (pasta)"
+
     def _stop(self) -> None:
+        stop_pasta(self.dir / "pasta.pid")
         if self._watch is not None:
             self._watch.stop()
             self._watch = None
@@ -475,6 +492,7 @@ class ApptainerSandbox(Sandbox):
         layers = sandbox_root() / "apptainer"
         for directory in layers.glob(f"{prefix}*") if layers.is_dir() else []:
             if directory.name not in leftovers or directory.name in removed:
+                stop_pasta(directory / "pasta.pid")
                 shutil.rmtree(directory, ignore_errors=True)  # its writable layer
         if removed:
             log.info("stopped %d leftover apptainer sandbox(es)", len(removed))

@@ -24,6 +24,8 @@ import os
 import re
 import select
 import shlex
+import shutil
+import signal
 import subprocess
 import tarfile
 import time
@@ -694,7 +696,53 @@ class Sandbox(ABC):
         record["sandbox_network"] = self.limits.sandbox_network
         record["agent"]["own_namespace"] = self.agent_netns
         record["verifier"]["own_namespace"] = self.verifier_netns
+        record["host"] = self.host_reach
         return record
+
+    host_reach = "unreachable (no network)"
+    """How a phase with network is kept from the host (``network["host"]``)."""
+
+    def _netns_pid(self) -> int:
+        """A host PID in the sandbox's own network namespace: the control shell, or
+        else the first process below the backend's that is in another namespace than
+        ours. Raises SandboxError when the sandbox shares the host's."""
+        own = os.readlink("/proc/self/ns/net")
+
+        def other(pid: int) -> bool:
+            try:
+                return os.readlink(f"/proc/{pid}/ns/net") != own
+            except OSError:
+                return False
+
+        if self._control_pid is not None and other(self._control_pid):
+            return self._control_pid
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    children.setdefault(parent, []).append(int(entry.name))
+        queue = [self._channel.process.pid] if self._channel is not None else []
+        queue += [pid for pid in (self._anchor_pid(),) if pid is not None]
+        while queue:
+            pid = queue.pop(0)
+            if other(pid):
+                return pid
+            queue += children.get(pid, [])
+        raise SandboxError("the sandbox has no network namespace of its own")
+
+    def _network_up(self) -> None:
+        """Once the sandbox is up: a sandbox with network reaches outside addresses, not
+        the host. Its network namespace is its own (the host's loopback is not in it), and
+        every address of the host's own interfaces is made unreachable in it by a
+        ``prohibit`` route, set from the host (:func:`block_host_addresses`); the agent's
+        processes hold no CAP_NET_ADMIN to lift it. Backends whose sandbox shares the
+        node's network namespace override this (and say so)."""
+        if not self.limits.sandbox_network:
+            return
+        anchor = self._netns_pid()
+        blocked = block_host_addresses(anchor)
+        self.host_reach = f"unreachable (own namespace; {blocked} host addresses prohibited)"
 
     # --- what a backend implements -------------------------------------------------
 
@@ -910,6 +958,11 @@ class Sandbox(ABC):
             self.close()
             raise SandboxError(f"{self.backend} sandbox did not come up: {error!r}") from None
         self._find_control()
+        try:
+            self._network_up()
+        except SandboxError as error:
+            self.close()
+            raise SandboxError(f"{self.backend} sandbox network: {error}") from None
         self._exhaustion_baseline = (self.oom_kills() or 0, self.pids_limit_hits() or 0)
         try:
             for hook in self.on_start:
@@ -1166,6 +1219,82 @@ class Sandbox(ABC):
             output=test_output,
             duration_sec=elapsed,
         )
+
+
+def host_addresses() -> list[str]:
+    """The host's own IPv4 and IPv6 addresses, every interface but the loopback (and
+    link-local ones, which need a scope no sandbox has)."""
+    try:
+        result = subprocess.run(
+            ["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=30, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise SandboxError(f"cannot list the host's addresses (iproute2's ip): {error}") from None
+    found = []
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if len(fields) < 4 or fields[1] == "lo" or fields[2] not in ("inet", "inet6"):
+            continue
+        address = fields[3].split("/")[0]
+        if not address.lower().startswith("fe80:"):
+            found.append(address)
+    return found
+
+
+def _really_root() -> bool:
+    """Whether this process runs as root: what pasta and nsenter, which run as this
+    process's user, will be (a backend's choice of user mode may follow other rules)."""
+    return os.getresuid()[1] == 0
+
+
+def attach_pasta(pid: int, pid_file: Path) -> None:
+    """User-mode networking for the network namespace of ``pid`` (and its user
+    namespace): pasta (Debian's passt) attaches a tap device there and carries its
+    connections out through sockets of the host, with no port forwarded either way
+    (``-t/-u/-T/-U none``) and the gateway address not mapped to the host
+    (``--no-map-gw``), so the host's loopback stays out of reach. pasta may outlive
+    the namespace (joined by path, as root, it does not see its processes end): its PID
+    is written to ``pid_file``, and the sandbox's close, or the cleanup after a crash,
+    kills it."""
+    if shutil.which("pasta") is None:
+        raise SandboxError("a sandbox with network needs pasta (Debian: apt-get install passt)")
+    command = ["pasta", "--config-net", "-t", "none", "-u", "none", "-T", "none", "-U", "none",
+               "--no-map-gw", "--quiet", "--pid", str(pid_file)]  # fmt: skip
+    if _really_root():  # root reaches the namespace from its own user namespace
+        command += ["--runas", "0:0", "--netns", f"/proc/{pid}/ns/net", "--netns-only"]
+    else:  # a user joins the sandbox's user namespace (its own) first
+        command.append(str(pid))
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise SandboxError(f"pasta did not start: {error}") from None
+    if result.returncode != 0:
+        raise SandboxError(f"pasta failed: {result.stderr.strip()[-500:]}")
+
+
+def stop_pasta(pid_file: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):  # pasta ends with the namespace anyway
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def block_host_addresses(pid: int) -> int:
+    """Add a ``prohibit`` route for each of the host's addresses in the network namespace
+    of ``pid`` (as root, from the host); return how many. Fails closed: a sandbox whose
+    routes could not be set does not start."""
+    addresses = host_addresses()
+    lines = "".join(f"route add prohibit {a}/{128 if ':' in a else 32}\n" for a in addresses)
+    # root reaches any network namespace; a user enters the (own) user namespace first
+    user = [] if _really_root() else ["-U", "--preserve-credentials"]
+    try:
+        result = subprocess.run(
+            ["nsenter", "-t", str(pid), *user, "-n", "ip", "-batch", "-"],
+            input=lines, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as error:
+        raise SandboxError(f"cannot block the host's addresses: {error}") from None
+    if result.returncode != 0:
+        raise SandboxError(f"cannot block the host's addresses: {result.stderr.strip()[-500:]}")
+    return len(addresses)
 
 
 def _tar(source: Path, name: str | None = None) -> bytes:

@@ -36,6 +36,8 @@ from tmax.sandbox.base import (
     Limits,
     Sandbox,
     SandboxError,
+    attach_pasta,
+    stop_pasta,
 )
 from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, storage_image
 
@@ -135,8 +137,8 @@ CONTROL_CAPABILITIES = ("sys_admin", "sys_chroot", "setpcap", "net_admin")
 """The control shell's own on top: it builds the agent's and the verifier's PID, mount
 and (for a phase without network) network namespaces, bringing up the loopback of the
 last, and lends none of these to them. In bwrap's user namespace CAP_NET_ADMIN reaches no
-namespace but the ones it makes: the host's network (``--share-net``) belongs to the
-host's user namespace."""
+namespace but the sandbox's own and the ones it makes; the agent's processes, without it,
+cannot lift the routes that keep the host's addresses out of reach."""
 
 
 class BwrapSandbox(Sandbox):
@@ -181,8 +183,6 @@ class BwrapSandbox(Sandbox):
         ]  # fmt: skip
         for name in sorted({*AGENT_CAPABILITIES, *CONTROL_CAPABILITIES}):
             args += ["--cap-add", f"CAP_{name.upper()}"]
-        if self.limits.sandbox_network:  # a phase without one gets a namespace of its own
-            args.append("--share-net")
         for key, value in {"HOME": "/root", **self.env}.items():
             args += ["--setenv", key, value]
         return [*args, f"{TOOLBOX}/bin/bash", "--noprofile", "--norc"]
@@ -238,10 +238,20 @@ class BwrapSandbox(Sandbox):
     def agent_capabilities(self) -> list[str]:
         return list(AGENT_CAPABILITIES)
 
+    def _network_up(self) -> None:
+        """A sandbox with network gets user-mode networking (:func:`attach_pasta`), then
+        the base class prohibits the host's own addresses."""
+        if self.limits.sandbox_network:
+            attach_pasta(self._netns_pid(), self.dir / "pasta.pid")
+        super()._network_up()
+        if self.limits.sandbox_network:
+            self.host_reach += ", user-mode networking (pasta)"
+
     def _stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+        stop_pasta(self.dir / "pasta.pid")
         self.cgroup.remove()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -257,6 +267,7 @@ class BwrapSandbox(Sandbox):
             if run_id is not None and owner != run_id:
                 continue
             name = marker.parent.name
+            stop_pasta(marker.parent / "pasta.pid")
             Cgroup(name).remove()
             shutil.rmtree(marker.parent, ignore_errors=True)
             removed.append(name)

@@ -101,7 +101,41 @@ def preflight(backend: str) -> list[Check]:
             checks += _checks(box, task)
         finally:
             box.close()
+        checks.append(_network_check(backend, task))
     return checks
+
+
+def _network_check(backend: str, task: Path) -> Check:
+    """A sandbox with network must not reach a server on the host (bound to every
+    address, the loopback included). Where it does, or cannot start, episodes of tasks
+    without network still run: "degraded", with what a phase with network can reach."""
+    from tmax.sandbox.base import host_addresses
+    from tmax.sandbox.episode import sandbox_for_task
+
+    server = socket.socket(socket.AF_INET6 if socket.has_dualstack_ipv6() else socket.AF_INET)
+    if server.family == socket.AF_INET6:
+        server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    server.bind(("", 0))
+    server.listen(16)
+    port = server.getsockname()[1]
+    try:
+        targets = ["127.0.0.1", *(a for a in host_addresses() if ":" not in a)]
+        probe = "; ".join(
+            f"(exec 3<>/dev/tcp/{a}/{port}) 2>/dev/null && echo reached {a}" for a in targets
+        )
+        with sandbox_for_task(task, backend, run_id="preflight", preflight=False,
+                              network=True) as box:  # fmt: skip
+            reached = box.run(f"{probe}; echo done", timeout=60).output.split()
+            how = box.host_reach
+    except SandboxError as error:
+        return Check("network phases", "degraded", f"a sandbox with network cannot start: {error}")
+    finally:
+        server.close()
+    hits = [reached[i + 1] for i, word in enumerate(reached[:-1]) if word == "reached"]
+    if hits:
+        where = ", ".join(hits)
+        return Check("network phases", "degraded", f"a phase with network reaches {where} ({how})")
+    return Check("network phases", "ok", f"host {how}")
 
 
 def _checks(box: Sandbox, task: Path) -> list[Check]:

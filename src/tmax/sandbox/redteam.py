@@ -15,12 +15,15 @@ counts, and the test suite runs a cut-down matrix.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
+import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tmax.sandbox.base import SandboxDied, SandboxError
+from tmax.sandbox.base import SandboxDied, SandboxError, host_addresses
 from tmax.sandbox.episode import sandbox_for_task
 
 FORGE = "/tmp/.tmax-forge.sh"
@@ -68,7 +71,7 @@ plant() {{
     *) printf '#!/bin/sh\nsh {forge}\n' > "$1"; chmod 755 "$1" ;;
   esac
 }}
-for f in @TARGETS@ $(find /app /testbed -xdev -type f \
+for f in @TARGETS@ $(find /app /testbed /home/user -xdev -type f \
     \( -name '*.py' -o -name '*.sh' -o -name '*.c' -o -perm -u+x \) 2>/dev/null); do
   mkdir -p "${{f%/*}}"; plant "$f"
 done
@@ -92,6 +95,10 @@ class Attack:
     """A file the attack fills with whatever it could read of the tests (the answer
     key): it must stay empty where the reward is pytest's verdict. (A Harbor
     ``test.sh`` runs its programs with the tests readable: not closable there.)"""
+    network: bool = False
+    """Played with the network on in both phases (the attacks on the host's services):
+    ``@HOSTS@`` and ``@PORT@`` name the host's addresses and a server listening on all
+    of them, which counts every connection that reaches it."""
     backends: tuple[str, ...] = ("bwrap", "podman", "apptainer")
     """Where it can be tried (the disk bomb only where storage is limited as root:
     bwrap and podman; Apptainer's overlay image is its own file system too, but the
@@ -147,6 +154,46 @@ _TAMPER = (
 )
 """Replace, block and fill the control shell's channels from inside: the sandbox must
 keep answering (or its death be the agent's), never an infrastructure failure."""
+
+
+_REACH = (
+    "for a in @HOSTS@; do for p in @PORT@ 8000 8080 11434 29500; do "
+    "(exec 3<>/dev/tcp/$a/$p && echo reached $a:$p) 2>/dev/null; done; done; true"
+)
+"""Connect to the host's loopback and every address of its own, on the server's port
+and where model servers and rendezvous stores listen, from the agent's session and from
+the programs the tests run."""
+
+
+class HostServer:
+    """A TCP server on every address of the host (dual-stack, the loopback included)
+    that counts the connections reaching it."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+        self.socket.settimeout(0.2)
+        self.port = self.socket.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.socket.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def __enter__(self) -> HostServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.socket.close()
 
 
 def _forge_file() -> str:
@@ -241,7 +288,9 @@ def _attacks() -> dict[str, Attack]:
             backends=("bwrap", "podman"),
         ),
     ]
+    reach = _PLANT.format(forge=FORGE, payload=_REACH)
     attacks += [
+        Attack("loopback and host-address reach", (_REACH, reach), deliverable=True, network=True),
         Attack("shadowing modules", (_forge_file(), _SHADOW_MODULES)),
         Attack("shadowing packages", (_forge_file(), _SHADOW_PACKAGES)),
         Attack("control-plane tampering", _TAMPER),
@@ -293,13 +342,15 @@ class Outcome:
     leaked: bool | None = None
     """Whether the attack read any of the tests (None: not checked, not closable, or the
     tests never ran its program)."""
+    host_reached: bool | None = None
+    """Whether a connection reached the host's server (None: not a network attack)."""
 
     @property
     def forged(self) -> bool:
         return self.reward > 0
 
 
-_PROGRAM = re.compile(r"(/(?:app|testbed)/[\w./-]+\.(?:py|sh|c))\b")
+_PROGRAM = re.compile(r"(/(?:app|testbed|home/user)/[\w./-]+\.(?:py|sh|c))\b")
 
 
 def program_paths(task_dir: Path) -> list[str]:
@@ -316,14 +367,30 @@ def program_paths(task_dir: Path) -> list[str]:
 def attempt(task_dir: Path, attack: Attack, backend: str, *, run_id: str = "redteam") -> Outcome:
     """Play ``attack`` on the task in a fresh sandbox and verify, as an episode would:
     a sandbox that dies of the agent's doing scores 0, any other death is infra."""
+    if attack.network:
+        with HostServer() as server:
+            outcome = _attempt(task_dir, attack, backend, run_id, server.port)
+        return dataclasses.replace(outcome, host_reached=server.connections > 0)
+    return _attempt(task_dir, attack, backend, run_id, 0)
+
+
+def _attempt(task_dir: Path, attack: Attack, backend: str, run_id: str, port: int) -> Outcome:
     name = task_dir.name
     targets = " ".join(shlex.quote(path) for path in program_paths(task_dir))
-    limits = {"verifier_timeout_sec": 60.0, "command_timeout_sec": 30.0, "storage_mb": 512}
+    limits: dict[str, object] = {
+        "verifier_timeout_sec": 60.0, "command_timeout_sec": 30.0, "storage_mb": 512
+    }  # fmt: skip
+    hosts = ""
+    if attack.network:
+        limits |= {"network": True, "verifier_network": True}
+        hosts = " ".join(["127.0.0.1", "::1", *host_addresses()])
     try:
         with sandbox_for_task(task_dir, backend, run_id=run_id, **limits) as box:
             for command in attack.commands:
                 try:
-                    box.run(command.replace("@TARGETS@", targets))
+                    command = command.replace("@TARGETS@", targets)
+                    command = command.replace("@HOSTS@", hosts).replace("@PORT@", str(port))
+                    box.run(command)
                 except SandboxDied as error:
                     try:
                         reason = box.agent_death(str(error))
