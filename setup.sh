@@ -43,9 +43,10 @@ done
 #   sandboxes: podman + runc (crun fails on cgroup-v1-hybrid hosts), bubblewrap,
 #   debootstrap (registry-free base image), uidmap, tmux (keystroke harnesses),
 #   passt (pasta: a phase with network reaches out, not the host) and iproute2;
-#   the verifier toolbox: patchelf, Debian's python3 + pytest, bash loadables.
+#   the verifier toolbox: patchelf, Debian's python3 + pytest, bash loadables,
+#   libseccomp2 (compiles the sandbox's seccomp filter).
 APT_PACKAGES=(git podman runc bubblewrap debootstrap uidmap tmux patchelf
-  python3 python3-pytest bash-builtins passt iproute2)
+  python3 python3-pytest bash-builtins passt iproute2 libseccomp2)
 if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   APT_PACKAGES+=("python3-venv")
 fi

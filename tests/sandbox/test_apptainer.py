@@ -42,7 +42,7 @@ from typing import Any
 
 import pytest
 
-from tmax.sandbox import apptainer
+from tmax.sandbox import apptainer, seccomp
 from tmax.sandbox.apptainer import (
     ApptainerSandbox,
     build_sif,
@@ -250,6 +250,9 @@ def toolbox(tmp_path: Path) -> Path:
         if found:
             (root / "bin" / tool).symlink_to(found)
     (root / "bin" / "tmax-enter").symlink_to(enter_binary())
+    (root / "lib").mkdir()
+    for name, program in seccomp.filters().items():  # read with O_NOFOLLOW: copies
+        shutil.copy(program, root / "lib" / name)
     return root
 
 

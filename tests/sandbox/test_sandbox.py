@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_TASKS
-from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup
+from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup, open_sandbox
 from tmax.sandbox.base import SandboxDied, reward_from_files
 from tmax.sandbox.episode import run_episode, sandbox_for_task
 from tmax.sandbox.storage import private_copy, sandbox_root
+from tmax.sandbox.toolbox import ensure_toolbox
 
 pytestmark = pytest.mark.slow
 
@@ -346,6 +347,70 @@ def test_a_verifier_runs_the_toolboxs_shell_and_modules_not_the_agents(
         assert planted.output.split() == ["fake", "rc=0"], planted.output  # both would bite
         result = box.verify(tests)
     assert result.reward == 1.0, result
+
+
+SECCOMP_PROBE = (
+    "grep -E '^Seccomp(_filters)?:' /proc/self/status | tr -d '\\t'; "
+    "unshare -U true 2>/dev/null; echo unshare=$?"
+)
+
+
+def test_agent_and_verifier_run_under_the_toolboxs_seccomp_filter(
+    backend: str, tmp_path: Path
+) -> None:
+    """Every agent command and both verifier modes run under a filter of ours (podman's
+    own profile is one more) that refuses a new user namespace, the way in to mounts
+    and to most of the kernel an unprivileged process could not otherwise reach. pytest
+    stacks the full filter on the one it collected the tests under (mounts allowed)."""
+    filters = {"bwrap": 1, "podman": 2}[backend]
+    expected = ["Seccomp:2", f"Seccomp_filters:{filters}", "unshare=1"]
+    stacked = ["Seccomp:2", f"Seccomp_filters:{filters + 1}", "unshare=1"]
+    script = tmp_path / "script"
+    script.mkdir()
+    (script / "test.sh").write_text(
+        f"{{ {SECCOMP_PROBE}; }} >&2\necho 1 > /logs/verifier/reward.txt\n"
+    )
+    pytest_tests = tmp_path / "pytest"
+    pytest_tests.mkdir()
+    (pytest_tests / "test_filter.py").write_text(
+        "import subprocess\n\n\n"
+        "def test_filtered():\n"
+        f"    run = subprocess.run({SECCOMP_PROBE!r}, shell=True, capture_output=True, "
+        "text=True)\n"
+        f"    assert run.stdout.split() == {stacked!r}, run.stdout\n"
+    )
+    with small_box(backend) as box:
+        assert box.run(SECCOMP_PROBE).output.split() == expected
+        verified = box.verify(script)
+        assert verified.output.split() == expected, verified
+    with small_box(backend, pytest_verdict=("test_filter.py",)) as box:
+        result = box.verify(pytest_tests)
+    assert result.reward == 1.0, result.output
+
+
+def test_without_its_seccomp_filter_no_agent_command_runs(backend: str, tmp_path: Path) -> None:
+    """A toolbox that lost lib/seccomp.bpf fails the sandbox's start, naming the file,
+    instead of running the agent unfiltered."""
+    toolbox = ensure_toolbox()
+    broken = tmp_path / "toolbox"
+    shutil.copytree(toolbox, broken, symlinks=True, copy_function=_link_or_copy)
+    (broken / "lib" / "seccomp.bpf").unlink()
+    prepared = small_box(backend)
+    kwargs: dict[str, object] = {"toolbox": broken, "workdir": prepared.workdir}
+    if backend == "bwrap":
+        kwargs["env"] = prepared.env
+    box = open_sandbox(backend, prepared.image, prepared.limits, **kwargs)
+    with pytest.raises(SandboxError, match=r"lib/seccomp\.bpf: No such file") as failed:
+        box.start()
+    box.close()
+    print(failed.value)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
 
 
 def test_a_control_shell_alive_but_not_answering_is_the_agents_doing(backend: str) -> None:

@@ -22,11 +22,16 @@
  * process of the namespace can see, replace or block on them; then it keeps only
  * CAPS, prints "ready", and reaps orphans until the namespace ends (as PID 1 it gets
  * no signal from inside the namespace but those it handles, and it handles none).
+ *
+ * Both run under the toolbox's seccomp filter (FILTER, compiled by tmax.sandbox.seccomp),
+ * loaded last, after the capabilities are gone; without it nothing runs.
  * Built into the toolbox by tmax.sandbox.toolbox. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,7 +46,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define FILTER "/opt/tmax/lib/seccomp.bpf"
+
 static pid_t child = 0;
+static struct sock_filter program[4096];
+static struct sock_fprog filter = {0, program};
 
 static void forward(int sig) {
     if (child > 0) kill(child, sig);
@@ -86,6 +95,29 @@ static void keep_only(const char *caps) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
 }
 
+static void read_filter(void) {
+    int fd = open(FILTER, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) die(FILTER);
+    size_t size = 0;
+    for (ssize_t got; (got = read(fd, (char *)program + size, sizeof program - size)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) die(FILTER);
+        size += (size_t)got;
+        if (size == sizeof program) break;
+    }
+    close(fd);
+    if (size == 0 || size % sizeof *program || size == sizeof program) {
+        errno = EINVAL;
+        die(FILTER);
+    }
+    filter.len = (unsigned short)(size / sizeof *program);
+}
+
+static void load_filter(void) {
+    /* after keep_only: no_new_privs is set, so no capability is needed */
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter, 0, 0) != 0) die("loading " FILTER);
+}
+
 static void mask_proc(void) {
     static const char *masked[] = {"/proc/keys", "/proc/timer_list", "/proc/sched_debug",
                                    "/proc/latency_stats"};
@@ -126,7 +158,9 @@ static int init(int argc, char **argv) {
             return 125;
         }
     }
+    read_filter();
     keep_only(argv[2]);
+    load_filter();
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -159,10 +193,12 @@ int main(int argc, char **argv) {
     join(argv[1], "pid_for_children", CLONE_NEWPID);
     join(argv[1], "mnt", CLONE_NEWNS);
     if (chdir("/") != 0) die("chdir /");
+    read_filter();
     child = fork();
     if (child < 0) die("fork");
     if (child == 0) {
         keep_only(argv[2]);
+        load_filter();
         execv(argv[first + 1], argv + first + 1);
         die(argv[first + 1]);
     }

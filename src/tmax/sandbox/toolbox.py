@@ -57,6 +57,7 @@ from typing import Any
 
 from tmax.io import cache_dir as default_cache_dir
 from tmax.io import file_lock
+from tmax.sandbox import seccomp
 
 __all__ = [
     "TOOLBOX_MOUNT",
@@ -444,6 +445,12 @@ def _add_enter(plan: _Plan) -> None:
     plan.built_from[binary] = ENTER_SOURCE
 
 
+def _add_seccomp(plan: _Plan) -> None:
+    for name, path in seccomp.filters().items():
+        plan.add(f"lib/{name}", path)
+        plan.built_from[path] = Path(seccomp.__file__)
+
+
 _LDD_LINE = re.compile(r"^\s+(\S+)(?:\s+=>\s+(not found|\S+))?(?:\s+\(0x[0-9a-f]+\))?\s*$")
 
 
@@ -496,6 +503,7 @@ def _make_plan(python: str | None) -> _Plan:
     _add_tools(plan)
     _add_bash_loadables(plan)
     _add_enter(plan)
+    _add_seccomp(plan)
     _add_python(plan)
     roots = sorted({src for src in plan.files.values() if _is_elf(src)})
     libs, loader = _ldd(roots)

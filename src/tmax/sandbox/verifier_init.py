@@ -9,7 +9,9 @@ can replace it. Standard library only. It
 * mounts its own ``/proc`` (masked like the agent's), a fresh tmpfs on ``/tests`` holding
   the task's tests (unpacked from stdin, a tar stream) and another on ``/logs/verifier``:
   neither is visible to the agent's processes, which live in another mount namespace;
-* runs the tests with the agent's capabilities only, in one of two modes:
+* runs the tests with the agent's capabilities only and under the agent's seccomp filter
+  (:mod:`tmax.sandbox.seccomp`; pytest keeps mount and umount until it has frozen the
+  tests), in one of two modes:
 
   ``script``: Harbor's protocol. ``/tests/test.sh`` runs under the toolbox's bash; the
   reward is read from ``/logs/verifier`` after every process it left behind is killed.
@@ -47,6 +49,8 @@ import time
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REMOUNT = 1, 2, 4, 8, 4096, 32
 MS_REC, MS_PRIVATE = 16384, 1 << 18
 CAP_LAST = 63
@@ -190,6 +194,22 @@ def to_log():
     os.close(null)
 
 
+def load_filter(name):
+    """The toolbox's seccomp program ``name`` (tmax.sandbox.seccomp), for this process
+    and all it starts; it needs no_new_privs, which nothing here gives up."""
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    with open(f"/opt/tmax/lib/{name}", "rb") as handle:
+        program = handle.read()
+    if not program or len(program) % 8:
+        raise SystemExit(f"{name}: not a seccomp program ({len(program)} bytes)")
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    prog = Program(len(program) // 8, program)
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), name)
+
+
 def enter(workdir):
     try:
         os.chdir(workdir)
@@ -200,6 +220,7 @@ def enter(workdir):
 def run_script(keep, workdir):
     to_log()
     drop_capabilities(keep)
+    load_filter("seccomp.bpf")
     enter(workdir)
     os.execve("/opt/tmax/bin/bash", ["bash", "/tests/test.sh"], ENV)
 
@@ -219,6 +240,7 @@ def toolbox_modules_first():
 
 def run_pytest(keep, workdir, files):
     to_log()
+    load_filter("seccomp-mounts.bpf")  # the guard below still mounts
     os.environ.clear()
     os.environ.update(ENV)
     enter(workdir)
@@ -238,6 +260,7 @@ def run_pytest(keep, workdir, files):
                 os.chmod(LOG, 0)  # what failed tests printed names expected answers
             read_only("/tests")
             drop_capabilities(keep, own=own)
+            load_filter("seccomp.bpf")
 
     ini = next(f"/tests/{name}" for name in INI_FILES if os.path.exists(f"/tests/{name}"))
     args = ["-q", "-p", "no:cacheprovider", "-c", ini, "--rootdir=/tests",
