@@ -1,8 +1,8 @@
 """The red team, cut down for CI: every scripted attack against a generated task (the
-reward is pytest's verdict) and against tasks shaped like Terminal-Bench 2, SWE-bench,
-Terminal-Bench 1.0 and Endless Terminals as converted (Harbor's test.sh and reward
-file), on bwrap; the attacks on the verifier itself also on podman. No attack may earn
-a reward, turn its trial into an infrastructure failure or reach the host.
+reward is pytest's verdict) and against tasks shaped like Terminal-Bench 2, SWE-bench
+and Endless Terminals as converted (Harbor's test.sh and reward file), on bwrap; the
+attacks on the verifier itself also on podman. No attack may earn a reward, turn its
+trial into an infrastructure failure or reach the host.
 ``benchmarks/redteam.py`` runs every family on both backends."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from tmax.sandbox.redteam import ATTACKS, Outcome, attempt, family_task, program
 pytestmark = pytest.mark.slow
 
 REDTEAM = ROOT / "tests" / "fixtures" / "redteam"
-FOREIGN = ["tb2-shaped-word-count", "swe-shaped-fix-median", "tbv1-shaped-line-sort",
-           "endless-shaped-final-state"]  # fmt: skip
+# the Terminal-Bench 1.0 shape (tbv1-shaped-line-sort) verifies as TB 2's does: it
+# runs in benchmarks/redteam.py only, to keep CI under its time budget
+FOREIGN = ["tb2-shaped-word-count", "swe-shaped-fix-median", "endless-shaped-final-state"]
 FAMILY = "data_querying.sales_report"
 ON_PODMAN = ["kill -9 -1", "/proc fd and mem injection", "reward files", "stubbed binaries",
              "disk bomb", "shadowing modules", "shadowing packages", "control-plane tampering",
