@@ -26,7 +26,6 @@ from tests.sandbox.test_sandbox import (  # noqa: F401 (fixtures)
     _available,
     backend,
     host_server,
-    serving,
 )
 from tmax.sandbox.apptainer import ApptainerSandbox
 from tmax.sandbox.base import (
@@ -40,6 +39,7 @@ from tmax.sandbox.base import (
 from tmax.sandbox.bwrap import BwrapSandbox
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.sandbox.podman import PodmanSandbox
+from tmax.sandbox.redteam import HostServer
 from tmax.tasks import TaskConfig, TaskFormatError, read_task
 
 PUBLIC, OFF, ALLOW = "public", "no-network", "allowlist"
@@ -370,9 +370,8 @@ def outside() -> Iterator[tuple[str, int]]:
 @pytest.fixture
 def everywhere_on_the_host() -> Iterator[int]:
     """A server on every address of the host (its loopback included), dual-stack."""
-    server = socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
-    with serving(server, b"host-secret") as port:
-        yield port
+    with HostServer(reply=b"host-secret") as server:
+        yield server.port
 
 
 def _reach_probe(outside: tuple[str, int], port: int) -> str:

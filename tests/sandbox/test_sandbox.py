@@ -6,7 +6,6 @@ These tests start real sandboxes. The first run builds the registry-free base im
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -14,7 +13,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from tests.conftest import FIXTURE_TASKS
 from tmax.sandbox import Limits, Sandbox, SandboxError, cleanup, open_sandbox
 from tmax.sandbox.base import SandboxDied, reward_from_files
 from tmax.sandbox.episode import run_episode, sandbox_for_task
+from tmax.sandbox.redteam import HostServer
 from tmax.sandbox.storage import private_copy, sandbox_root
 from tmax.sandbox.toolbox import ensure_toolbox
 
@@ -97,40 +96,11 @@ def test_background_job_does_not_block_the_session(answer_box: Sandbox) -> None:
 # --- isolation ---------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def serving(server: socket.socket, reply: bytes) -> Iterator[int]:
-    """Answer every connection to ``server`` with ``reply`` until the block ends; the
-    port it listens on."""
-    server.settimeout(0.5)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            conn.sendall(reply)
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
-
-
 @pytest.fixture
 def host_server() -> Iterator[int]:
     """A TCP server on the host's loopback, to check what the sandbox can reach."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    with serving(server, b"host-secret\n") as port:
-        yield port
+    with HostServer("127.0.0.1", reply=b"host-secret\n") as server:
+        yield server.port
 
 
 def test_network_is_off_by_default(answer_box: Sandbox, host_server: int) -> None:

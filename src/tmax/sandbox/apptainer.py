@@ -66,7 +66,6 @@ from tmax.sandbox.base import (
     Limits,
     Sandbox,
     SandboxError,
-    attach_pasta,
     stop_pasta,
 )
 from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
@@ -308,6 +307,7 @@ def overlay_image(size_mb: int, binary: str) -> Path | None:
 
 class ApptainerSandbox(Sandbox):
     backend = "apptainer"
+    user_mode_network = True
     oom_inside = False  # the host's cgroup tree shows through: OOM counts would be wrong
     own_user_namespace = True  # unprivileged: the namespaces need a user namespace
 
@@ -458,13 +458,6 @@ class ApptainerSandbox(Sandbox):
         if self._watch is None:
             return super()._pids_nearly_full()
         return len(self.sandbox_pids()) >= self.limits.pids - 4
-
-    def _network_up(self) -> None:
-        if self.limits.sandbox_network:
-            attach_pasta(self._netns_pid(), self.dir / "pasta.pid")
-        super()._network_up()
-        if self.limits.sandbox_network:
-            self.host_reach += ", user-mode networking (pasta)"
 
     def _stop(self) -> None:
         stop_pasta(self.dir / "pasta.pid")

@@ -628,6 +628,8 @@ class Sandbox(ABC):
     own_user_namespace: ClassVar[bool] = False
     """Whether the agent's and the verifier's namespaces need a user namespace of their
     own (the control shell has no CAP_SYS_ADMIN, as under unprivileged Apptainer)."""
+    dir: Path
+    """The sandbox's own directory on the host (each backend sets it)."""
 
     def __init__(
         self,
@@ -731,18 +733,26 @@ class Sandbox(ABC):
             queue += children.get(pid, [])
         raise SandboxError("the sandbox has no network namespace of its own")
 
+    user_mode_network: ClassVar[bool] = False
+    """Whether the backend leaves a sandbox with network an empty namespace of its own,
+    to be given pasta's user-mode networking (:func:`attach_pasta`) once up, with its
+    PID in ``self.dir / "pasta.pid"`` (bwrap, Apptainer); podman brings its own."""
+
     def _network_up(self) -> None:
         """Once the sandbox is up: a sandbox with network reaches outside addresses, not
         the host. Its network namespace is its own (the host's loopback is not in it), and
         every address of the host's own interfaces is made unreachable in it by a
         ``prohibit`` route, set from the host (:func:`block_host_addresses`); the agent's
-        processes hold no CAP_NET_ADMIN to lift it. Backends whose sandbox shares the
-        node's network namespace override this (and say so)."""
+        processes hold no CAP_NET_ADMIN to lift it."""
         if not self.limits.sandbox_network:
             return
         anchor = self._netns_pid()
+        if self.user_mode_network:
+            attach_pasta(anchor, self.dir / "pasta.pid")
         blocked = block_host_addresses(anchor)
         self.host_reach = f"unreachable (own namespace; {blocked} host addresses prohibited)"
+        if self.user_mode_network:
+            self.host_reach += ", user-mode networking (pasta)"
 
     # --- what a backend implements -------------------------------------------------
 

@@ -36,7 +36,6 @@ from tmax.sandbox.base import (
     Limits,
     Sandbox,
     SandboxError,
-    attach_pasta,
     stop_pasta,
 )
 from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, storage_image
@@ -143,6 +142,7 @@ cannot lift the routes that keep the host's addresses out of reach."""
 
 class BwrapSandbox(Sandbox):
     backend = "bwrap"
+    user_mode_network = True
 
     def __init__(
         self,
@@ -237,15 +237,6 @@ class BwrapSandbox(Sandbox):
 
     def agent_capabilities(self) -> list[str]:
         return list(AGENT_CAPABILITIES)
-
-    def _network_up(self) -> None:
-        """A sandbox with network gets user-mode networking (:func:`attach_pasta`), then
-        the base class prohibits the host's own addresses."""
-        if self.limits.sandbox_network:
-            attach_pasta(self._netns_pid(), self.dir / "pasta.pid")
-        super()._network_up()
-        if self.limits.sandbox_network:
-            self.host_reach += ", user-mode networking (pasta)"
 
     def _stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

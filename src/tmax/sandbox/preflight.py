@@ -111,29 +111,24 @@ def _network_check(backend: str, task: Path) -> Check:
     without network still run: "degraded", with what a phase with network can reach."""
     from tmax.sandbox.base import host_addresses
     from tmax.sandbox.episode import sandbox_for_task
+    from tmax.sandbox.redteam import HostServer
 
-    server = socket.socket(socket.AF_INET6 if socket.has_dualstack_ipv6() else socket.AF_INET)
-    if server.family == socket.AF_INET6:
-        server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    server.bind(("", 0))
-    server.listen(16)
-    port = server.getsockname()[1]
     try:
-        targets = ["127.0.0.1", *(a for a in host_addresses() if ":" not in a)]
-        probe = "; ".join(
-            f"(exec 3<>/dev/tcp/{a}/{port}) 2>/dev/null && echo reached {a}" for a in targets
-        )
-        with sandbox_for_task(task, backend, run_id="preflight", preflight=False,
-                              network=True) as box:  # fmt: skip
-            reached = box.run(f"{probe}; echo done", timeout=60).output.split()
-            how = box.host_reach
+        with HostServer() as server:
+            targets = ["127.0.0.1", *(a for a in host_addresses() if ":" not in a)]
+            probe = "; ".join(
+                f"(exec 3<>/dev/tcp/{a}/{server.port}) 2>/dev/null && echo reached {a}"
+                for a in targets
+            )
+            with sandbox_for_task(task, backend, run_id="preflight", preflight=False,
+                                  network=True) as box:  # fmt: skip
+                reached = box.run(f"{probe}; echo done", timeout=60).output.split()
+                how = box.host_reach
     except SandboxError as error:
         return Check("network phases", "degraded", f"a sandbox with network cannot start: {error}")
-    finally:
-        server.close()
     hits = [reached[i + 1] for i, word in enumerate(reached[:-1]) if word == "reached"]
-    if hits:
-        where = ", ".join(hits)
+    if hits or server.connections:
+        where = ", ".join(hits) or f"the host's server ({server.connections} connections)"
         return Check("network phases", "degraded", f"a phase with network reaches {where} ({how})")
     return Check("network phases", "ok", f"host {how}")
 

@@ -15,6 +15,7 @@ counts, and the test suite runs a cut-down matrix.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import shlex
@@ -166,13 +167,17 @@ the programs the tests run."""
 
 
 class HostServer:
-    """A TCP server on every address of the host (dual-stack, the loopback included)
-    that counts the connections reaching it."""
+    """A TCP server on the host that counts the connections reaching it and answers each
+    with ``reply``: on every address (dual-stack where the host has IPv6, the loopback
+    included) unless ``host`` names one."""
 
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+    def __init__(self, host: str = "", reply: bytes = b"") -> None:
+        dual = not host and socket.has_dualstack_ipv6()
+        family = socket.AF_INET6 if dual else socket.AF_INET
+        self.socket = socket.create_server((host, 0), family=family, dualstack_ipv6=dual)
         self.socket.settimeout(0.2)
-        self.port = self.socket.getsockname()[1]
+        self.port: int = self.socket.getsockname()[1]
+        self.reply = reply
         self.connections = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -184,6 +189,8 @@ class HostServer:
             except OSError:
                 continue
             self.connections += 1
+            with contextlib.suppress(OSError):
+                conn.sendall(self.reply)
             conn.close()
 
     def __enter__(self) -> HostServer:
