@@ -75,6 +75,7 @@ SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_ACT_ERRNO_BASE = 0x00050000
 SCMP_CMP_MASKED_EQ = 7
 SCMP_FLTATR_ACT_BADARCH = 2
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # audit architectures: the native one and what runs beside it
 ARCHES = {
     "x86_64": (0xC000003E, 0x40000003),  # x86_64, i386 (x32 is refused: see _compile)
@@ -153,6 +154,26 @@ def _compile(lib: ctypes.CDLL, mounts: bool, fd: int) -> None:
         _check(lib.seccomp_export_bpf(ctx, fd), "export")
     finally:
         lib.seccomp_release(ctx)
+
+
+def load(program: Path) -> None:
+    """Put this process, and everything it starts, under ``program`` (with
+    no_new_privs, which it needs); what tmax-enter and verifier_init do, for the host's
+    own measurements (benchmarks/sandbox.py)."""
+    data = program.read_bytes()
+    if not data or len(data) % 8:
+        raise SeccompError(f"{program}: not a seccomp program ({len(data)} bytes)")
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    prog = Program(len(data) // 8, data)
+    if (
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+        or libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0
+    ):
+        raise SeccompError(f"{program}: {os.strerror(ctypes.get_errno())}")
 
 
 def filters() -> dict[str, Path]:
