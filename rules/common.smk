@@ -364,7 +364,10 @@ def eval_run_settings(harness=None):
     """What one evaluation run depends on (tmax.evaluate.stage.run_settings), with the
     harness's own task cap (evaluation.harness_max_tasks) when it has one: only its
     jobs see that number, so changing it reruns nothing else."""
-    settings = run_settings(EVALUATION)
+    seed = EVALUATION["seed"]
+    settings = run_settings(
+        {**EVALUATION, "seed": config["seed"] if seed is None else seed}
+    )
     cap = EVALUATION["harness_max_tasks"].get(harness)
     if cap is not None:
         settings["harness_max_tasks"] = cap
@@ -406,8 +409,13 @@ def benchmark_manifest(benchmark):
     return checkpoints.benchmark_tasks.get(benchmark=benchmark).output[0]
 
 
+def eval_runs(harness):
+    """How many runs a harness's evaluations make: evaluation.harness_runs, else runs."""
+    return EVALUATION["harness_runs"].get(harness, EVALUATION["runs"])
+
+
 def eval_run_files(wildcards):
-    runs = range(EVALUATION["runs"])
+    runs = range(eval_runs(wildcards.harness))
     base = (
         f"results/eval/{wildcards.eval_model}/{wildcards.benchmark}/{wildcards.harness}"
     )
@@ -446,7 +454,7 @@ def report_run_files():
     return [
         f"results/eval/{model}/{benchmark}/{harness}/run{run}.json"
         for model, benchmark, harness in eval_settings()
-        for run in range(EVALUATION["runs"])
+        for run in range(eval_runs(harness))
     ]
 
 

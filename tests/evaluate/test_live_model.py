@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FIXTURE_TASKS
 from tests.harness.conftest import LOG_TASK
 from tests.sandbox.test_sandbox import _available
 from tmax.evaluate.trial import TrialSpec, run_trial
@@ -114,6 +115,58 @@ def test_a_cut_off_tool_call_is_a_format_error_not_an_infrastructure_failure(
     meta = result["agent_result"]["metadata"]["tmax"]
     assert (meta["exit_status"], meta["format_errors"]) == ("format_errors", 2)
     assert result["verifier_result"]["rewards"]["reward"] == 0.0
+
+
+def test_a_cut_off_tool_call_on_the_chat_endpoint_is_a_format_error_too(
+    server: ModelServer, tmp_path: Path
+) -> None:
+    """The same cut-off call through the server's own tool-call parser (the chat
+    endpoint, as a harness that sends ``tools`` to any server uses it): the reply comes
+    back as text, so the episode ends in format errors, not in an infrastructure failure."""
+    model = OpenAIChatModel(server.base_url, server.model)
+    settings = HarnessSettings(temperature=0.0, max_turn_tokens=8, max_format_errors=2,
+                               max_tool_calls=4)  # fmt: skip
+    spec = TrialSpec(LOG_TASK, "count-error-lines", "tiny-submitter", "fixtures", "tmax", 0)
+    bwrap = lambda task_dir: sandbox_for_task(task_dir, "bwrap", run_id="pytest")  # noqa: E731
+    result = run_trial(spec, model, settings, tmp_path / "trial", bwrap)
+    assert result["exception_info"] is None, result["exception_info"]
+    meta = result["agent_result"]["metadata"]["tmax"]
+    assert (meta["exit_status"], meta["format_errors"]) == ("format_errors", 2)
+    assert model.retries == 0
+
+
+def _agent_replies(job: Path) -> dict[str, list[str]]:
+    replies = {}
+    for trial in sorted(job.glob("*/agent/trajectory.json")):
+        steps = json.loads(trial.read_text())["steps"]
+        replies[trial.parent.parent.name] = [
+            str(step.get("message")) for step in steps if step.get("source") == "agent"
+        ]
+    return replies
+
+
+def test_two_sampled_runs_differ_and_a_rerun_of_a_run_repeats_it(
+    server: ModelServer, tmp_path: Path
+) -> None:
+    """Sampled at 1.0 on a task the model was not taught (its answers are near noise):
+    runs 0 and 1 of the same model answer differently, and the same runs played again
+    (same seeds) answer exactly as before."""
+    from tmax.evaluate.runner import plan_trials, run_trials
+    from tmax.models.client import CompletionsChatModel
+
+    model = CompletionsChatModel(server.base_url, server.model, server.model_dir)  # type: ignore[attr-defined]
+    settings = HarnessSettings(temperature=1.0, max_turn_tokens=24, max_format_errors=2,
+                               max_tool_calls=2)  # fmt: skip
+    task = FIXTURE_TASKS / "sum-csv-column"
+    specs = plan_trials([(task, task.name, None)], model="tiny-submitter", benchmark="fixtures",
+                        harness="tmax", runs=range(2), seed=3)  # fmt: skip
+    bwrap = lambda task_dir: sandbox_for_task(task_dir, "bwrap", run_id="pytest")  # noqa: E731
+    run_trials(specs, model, settings, tmp_path / "first", bwrap, progress=False)
+    run_trials(specs, model, settings, tmp_path / "again", bwrap, progress=False)
+    first, again = _agent_replies(tmp_path / "first"), _agent_replies(tmp_path / "again")
+    run0, run1 = (first[spec.trial_name] for spec in specs)
+    assert run0 and run1 and run0 != run1
+    assert again == first
 
 
 def test_completions_mode_reads_the_taught_call(server: ModelServer) -> None:

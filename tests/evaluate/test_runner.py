@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,18 @@ from tests.conftest import FIXTURE_TASKS
 from tests.sandbox.test_sandbox import _available
 from tmax.evaluate.metrics import summarize, write_summary
 from tmax.evaluate.records import read_job
-from tmax.evaluate.runner import plan_trials, run_trials
+from tmax.evaluate.runner import plan_trials, run_trials, trial_seed
 from tmax.evaluate.stage import run_summary
 from tmax.harness import HarnessSettings
 from tmax.harness.base import SUBMIT_SENTINEL
-from tmax.models.client import Completion, Message, ModelError, ScriptedModel, bash_call
+from tmax.models.client import (
+    Completion,
+    Message,
+    ModelError,
+    ScriptedModel,
+    bash_call,
+    derive_seed,
+)
 from tmax.sandbox import Sandbox, SandboxError
 from tmax.sandbox.episode import sandbox_for_task
 
@@ -85,6 +93,25 @@ def test_trials_write_harbor_directories_that_tabulate(tmp_path: Path) -> None:
     summary = summarize(read_job(tmp_path)).get("m", "fixtures", "tmax")
     assert (summary.n_tasks, summary.n_runs, summary.pass_at_1_mean) == (3, 2, 100.0)
     assert summary.per_domain["fixtures"]["mean"] == 100.0
+
+
+def test_every_run_and_task_samples_with_its_own_recorded_seed(tmp_path: Path) -> None:
+    tasks = [(FIXTURE_TASKS / name, name, "fixtures") for name in TASKS]
+    specs = plan_trials(tasks, model="m", benchmark="b", harness="tmax", runs=range(2), seed=7)
+    seeds = [spec.seed for spec in specs]
+    assert len(set(seeds)) == len(specs) == 6  # runs and tasks all differ
+    other = plan_trials(tasks, model="other", benchmark="b", harness="tmax", runs=range(2), seed=7)
+    assert [spec.seed for spec in other] == seeds  # models compared on the same numbers
+    assert plan_trials(tasks, model="m", benchmark="b", harness="tmax", runs=range(2)) == [
+        replace(spec, seed=None) for spec in specs
+    ]
+    model = ScriptedModel(oracle_policy(FIXTURE_TASKS))
+    results = run_trials(specs[:2], model, HarnessSettings(), tmp_path, bwrap)
+    recorded = [r["agent_result"]["metadata"]["tmax"]["seed"] for r in results]
+    assert recorded == [trial_seed(7, 0, TASKS[0]), trial_seed(7, 0, TASKS[1])] == seeds[:2]
+    sent = [request["seed"] for request in model.requests]
+    assert sent == [derive_seed(seeds[0], 0), derive_seed(seeds[0], 1),
+                    derive_seed(seeds[1], 0), derive_seed(seeds[1], 1)]  # fmt: skip
 
 
 def test_a_killed_evaluation_resumes_without_redoing_finished_trials(tmp_path: Path) -> None:

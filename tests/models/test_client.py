@@ -12,7 +12,9 @@ from tmax.models.client import (
     OpenAIChatModel,
     RetryPolicy,
     ScriptedModel,
+    SeededModel,
     bash_call,
+    derive_seed,
 )
 from tmax.models.scripted_server import Reply, ScriptedServer, scripted_server, sequence
 
@@ -116,3 +118,35 @@ def test_scripted_model_replays_and_then_fails_loudly() -> None:
     assert model.complete([], max_tokens=4).tool_calls[0].name == "bash"
     with pytest.raises(ModelError, match="only 2 answers"):
         model.complete([], max_tokens=4)
+
+
+@pytest.mark.parametrize("endpoint", [[(200, ANSWER)]], indirect=True)
+def test_the_sampling_settings_reach_the_request_and_unset_ones_stay_out(
+    endpoint: ScriptedServer,
+) -> None:
+    model = OpenAIChatModel(endpoint.base_url, "m", retry=FAST)
+    hello = [{"role": "user", "content": "hi"}]
+    model.complete(hello, max_tokens=8, temperature=0.7, top_p=0.9, seed=11)
+    model.complete(hello, max_tokens=8, temperature=0.0)
+    model.complete(hello, max_tokens=8)
+    sampled, greedy, default = endpoint.requests
+    assert (sampled["temperature"], sampled["top_p"], sampled["seed"]) == (0.7, 0.9, 11)
+    assert greedy["temperature"] == 0.0 and "seed" not in greedy and "top_p" not in greedy
+    assert not {"temperature", "top_p", "seed"} & default.keys()
+
+
+def test_a_seeded_episode_asks_for_a_seed_of_its_own_at_every_call() -> None:
+    def play(seed: int) -> list[int | None]:
+        scripted = ScriptedModel(["a", "b", "c"])
+        episode = SeededModel(scripted, seed)
+        for _ in range(3):
+            episode.complete([{"role": "user", "content": "x"}], max_tokens=4, temperature=0.7)
+        assert all(r["temperature"] == 0.7 for r in scripted.requests)
+        return [r["seed"] for r in scripted.requests]
+
+    first = play(5)
+    assert first == [derive_seed(5, n) for n in range(3)]
+    assert len(set(first)) == 3  # one per call
+    assert play(5) == first  # a rerun asks for the same samples
+    assert set(play(6)).isdisjoint(first)  # another episode for others
+    assert all(0 <= seed < 2**31 for seed in first)

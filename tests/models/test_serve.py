@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,7 +93,10 @@ def test_openai_client_gets_the_taught_bash_tool_call(
 @pytest.mark.slow
 def test_plain_chat_returns_content_and_usage(server: ModelServer, client: openai.OpenAI) -> None:
     response = client.chat.completions.create(
-        model=server.model, messages=[{"role": "user", "content": "Say hi."}], max_tokens=40
+        model=server.model,
+        messages=[{"role": "user", "content": "Say hi."}],
+        max_tokens=40,
+        temperature=0,
     )
     choice = response.choices[0]
     assert choice.message.content == "Hello! I am a tiny model."
@@ -116,6 +121,68 @@ def test_a_tool_result_turn_round_trips_through_the_template(
     )
     assert response.choices[0].message.content == example.target
     assert response.choices[0].finish_reason == "stop"
+
+
+UNTAUGHT = [{"role": "user", "content": "Tell me about the weather."}]
+"""A prompt the smoke model was not taught: its answer is close to uniform noise."""
+
+
+def _answers(client: openai.OpenAI, model: str, **sampling: float) -> list[str]:
+    """The chat answer to :data:`UNTAUGHT` for seeds 1 to 4."""
+    return [
+        client.chat.completions.create(
+            model=model, messages=UNTAUGHT, max_tokens=16, seed=seed, **sampling
+        )
+        .choices[0]
+        .message.content
+        for seed in range(1, 5)
+    ]
+
+
+@pytest.mark.slow
+def test_a_request_samples_at_its_temperature_and_its_seed_repeats_it(
+    server: ModelServer, client: openai.OpenAI
+) -> None:
+    sampled = _answers(client, server.model, temperature=0.7)
+    assert len(set(sampled)) > 1, "four seeds at temperature 0.7 gave one answer"
+    assert _answers(client, server.model, temperature=0.7) == sampled  # same seeds, same answers
+    greedy = _answers(client, server.model, temperature=0)
+    assert len(set(greedy)) == 1, "temperature 0 must be greedy whatever the seed"
+    assert greedy[0] not in sampled[1:] or len(set(sampled)) > 1
+
+
+@pytest.mark.slow
+def test_a_checkpoint_saved_greedy_still_samples_when_a_request_asks(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """Saved ``do_sample: false`` and ``top_k: 1`` (greedy twice over) change nothing: the
+    request's temperature decides."""
+    copy = tmp_path / "tiny-greedy"
+    shutil.copytree(model_dir, copy)
+    saved = json.loads((copy / "generation_config.json").read_text())
+    saved.update(do_sample=False, top_k=1, temperature=0.1)
+    (copy / "generation_config.json").write_text(json.dumps(saved))
+    with ModelServer.transformers(copy, log_path=tmp_path / "server.log", threads=1) as served:
+        greedy_client = openai.OpenAI(base_url=served.base_url, api_key="none", max_retries=0)
+        assert len(set(_answers(greedy_client, served.model, temperature=1.0))) > 1
+
+
+@pytest.mark.slow
+def test_a_tool_call_the_server_cannot_parse_comes_back_as_text(
+    server: ModelServer, client: openai.OpenAI
+) -> None:
+    """Cut off after 6 tokens, the taught call is half a JSON object: upstream's parser
+    raises (HTTP 500, an infrastructure failure to any client); served by us, the reply
+    is the text, with no tool call, for the harness to count as a format error."""
+    example = smoke_examples()[0]
+    response = client.chat.completions.create(
+        model=server.model, messages=example.messages, tools=example.tools, temperature=0,
+        max_tokens=6,
+    )  # fmt: skip
+    choice = response.choices[0]
+    assert choice.message.tool_calls is None
+    assert choice.message.content.startswith('<tool_call>\n{"name"')
+    assert choice.finish_reason == "length"
 
 
 @pytest.mark.slow
@@ -169,7 +236,7 @@ def test_a_broken_model_folder_reports_the_server_log(tmp_path: Path) -> None:
         pytest.fail("a broken model must not become ready")
     message = str(failure.value)
     assert "exited with code" in message
-    assert "transformers serve broken" in message
+    assert "tmax.models.transformers_serve serve broken" in message
     assert "Error:" in message  # the log tail ends with the exception that killed it
     assert not server.running
 
@@ -269,7 +336,9 @@ def test_transformers_command(tmp_path: Path) -> None:
     (tmp_path / "tiny" / "config.json").write_text("{}")
     server = ModelServer.transformers(tmp_path / "tiny", port=8001, continuous_batching=True)
     assert server.command() == [
-        "transformers",
+        sys.executable,
+        "-m",
+        "tmax.models.transformers_serve",
         "serve",
         "tiny",
         "--host",

@@ -332,6 +332,25 @@ def test_a_harness_task_cap_reruns_only_that_harness(workflow: Path) -> None:
     assert json.loads(run_file.read_text())["n_trials"] == 2
 
 
+def test_a_harness_run_count_adds_only_that_harness_runs(workflow: Path) -> None:
+    """evaluation.harness_runs overrides runs for the harness it names: one more run of
+    tmax plans that run for each evaluated model and the tables over it, nothing else;
+    naming a harness that is not evaluated plans nothing."""
+    edit_config(workflow, lambda c: c["evaluation"].update(harness_runs={"openhands": 3}))
+    assert planned_jobs(workflow) == {}
+    edit_config(workflow, lambda c: c["evaluation"].update(harness_runs={"tmax": 2}))
+    try:
+        assert planned_jobs(workflow) == {
+            "evaluate": 2, "eval_metrics": 2, "eval_summary": 1, "report_tables": 1,
+            "report_provenance": 1, "all": 1,
+        }  # fmt: skip
+        plan = snakemake(workflow, "-n").stdout
+        assert "run1.json" in plan and "run0.json" not in plan
+    finally:
+        edit_config(workflow, lambda c: c["evaluation"].update(harness_runs={}))
+    assert planned_jobs(workflow) == {}
+
+
 def test_growing_the_dataset_reruns_only_the_new_shard(workflow: Path) -> None:
     before = (workflow / "results/specs/shards/00000.parquet").stat().st_mtime_ns
     edit_config(workflow, lambda c: c["sampler"].update(n_specs=35))

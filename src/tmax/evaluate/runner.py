@@ -34,7 +34,7 @@ from tmax.harness import HarnessSettings
 from tmax.harness.trajectory import now_iso
 from tmax.io import file_lock, write_json
 from tmax.logs import progress_bar
-from tmax.models.client import ChatModel
+from tmax.models.client import ChatModel, derive_seed
 
 log = logging.getLogger("tmax.evaluate")
 
@@ -46,15 +46,25 @@ def plan_trials(
     benchmark: str,
     harness: str,
     runs: Iterable[int],
+    seed: int | None = None,
 ) -> list[TrialSpec]:
     """Every (task, run) of one (model, benchmark, harness); ``tasks`` yields
-    (task directory, task name, domain)."""
+    (task directory, task name, domain). With a ``seed`` each trial samples with its own,
+    :func:`trial_seed`; without, unseeded."""
     task_list = list(tasks)
     return [
-        TrialSpec(task_dir, name, model, benchmark, harness, run, domain)
+        TrialSpec(task_dir, name, model, benchmark, harness, run, domain,
+                  None if seed is None else trial_seed(seed, run, name))
         for run in runs
         for task_dir, name, domain in task_list
-    ]
+    ]  # fmt: skip
+
+
+def trial_seed(seed: int, run: int, task: str) -> int:
+    """The sampling seed of run ``run`` on ``task``: different for every run and task,
+    the same on a rerun, and the same for every model and harness, so that two models
+    compared on a (task, run) start from the same random numbers."""
+    return derive_seed(seed, "eval", run, task)
 
 
 def run_trials(

@@ -108,6 +108,7 @@ HARNESS_SETTINGS = (
     "max_turn_tokens",
     "max_total_tokens",
     "temperature",
+    "top_p",
     "interleaved_thinking",
     "max_format_errors",
     "command_timeout_sec",
@@ -115,7 +116,7 @@ HARNESS_SETTINGS = (
     "prompts",
 )
 """The ``evaluation`` settings an episode runs under (:class:`HarnessSettings`)."""
-OPTIONAL_SETTINGS = ("max_turns", "prompts")
+OPTIONAL_SETTINGS = ("max_turns", "prompts", "top_p")
 """Settings a hand-made section may leave out (HarnessSettings' defaults apply); a
 validated config always has them."""
 
@@ -135,7 +136,10 @@ def run_settings(evaluation: Mapping[str, Any]) -> dict[str, Any]:
     that serves the model. Not the lists it was chosen from (runs, variants,
     benchmarks, harnesses), nor concurrency, nor where tasks come from (the task list
     is the job's input); the workflow's evaluation jobs take exactly these as params."""
-    return {key: evaluation[key] for key in (*HARNESS_SETTINGS, "engine", "network")}
+    settings = {key: evaluation[key] for key in (*HARNESS_SETTINGS, "engine", "network")}
+    if evaluation.get("seed") is not None:
+        settings["seed"] = evaluation["seed"]
+    return settings
 
 
 @contextlib.contextmanager
@@ -162,7 +166,12 @@ def serve_model(
         )
         return
     if engine == "vllm":
-        server = ModelServer.vllm(str(model_dir or model["path"]), log_path=log_path)
+        # Sampling as each request says, none of the checkpoint's generation_config.json
+        # (Qwen3's top_k 20 and top_p 0.95, say).
+        server = ModelServer.vllm(
+            str(model_dir or model["path"]), log_path=log_path,
+            extra_args=["--generation-config", "vllm"],
+        )  # fmt: skip
     else:
         if model_dir is None:
             raise ValueError(
@@ -185,12 +194,15 @@ def trials_dir(
     model: Mapping[str, Any],
     backend: str,
     network: str,
+    seed: int | None = None,
 ) -> Path:
     """Where a (model, benchmark, harness)'s trials live, keyed by what changes their
-    outcome: changing a budget, the model or the network policy starts fresh trials,
-    resuming reuses."""
-    key = json.dumps([asdict(settings), dict(model), backend, network], sort_keys=True,
-                     default=str)  # fmt: skip
+    outcome: changing a budget, the model, the network policy or the sampling seed
+    starts fresh trials, resuming reuses."""
+    parts: list[Any] = [asdict(settings), dict(model), backend, network]
+    if seed is not None:
+        parts.append({"seed": seed})
+    key = json.dumps(parts, sort_keys=True, default=str)
     return root / f"trials-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
@@ -220,13 +232,15 @@ def evaluate_run(
                  harness, len(tasks), len(manifest["tasks"]))  # fmt: skip
     settings = settings_from_config(evaluation)
     network = evaluation.get("network", "harbor")
-    root = trials_dir(output.parent, settings, model, backend, network)
+    seed = evaluation.get("seed")
+    root = trials_dir(output.parent, settings, model, backend, network, seed)
     specs = plan_trials(
         ((Path(t["path"]), t["name"], t.get("domain")) for t in tasks),
         model=model["name"],
         benchmark=manifest["benchmark"],
         harness=harness,
         runs=[run],
+        seed=seed,
     )
     run_id = os.environ.get("TMAX_RUN_ID") or f"eval-{os.getpid()}"
     # The server gets the job's threads (one per trial played at once).

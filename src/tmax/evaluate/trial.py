@@ -45,7 +45,7 @@ from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.harness.base import AgentRun
 from tmax.harness.trajectory import now_iso
 from tmax.io import write_json, write_text
-from tmax.models.client import ChatModel, ModelError
+from tmax.models.client import ChatModel, ModelError, SeededModel
 from tmax.sandbox.base import NodeError, Sandbox, SandboxDied, SandboxError, VerifyResult
 from tmax.tasks import read_task
 
@@ -90,6 +90,9 @@ class TrialSpec:
     harness: str
     run: int
     domain: str | None = None
+    seed: int | None = None
+    """The trial's sampling seed (:class:`~tmax.models.client.SeededModel`): one per
+    (run, task), recorded in the result; None leaves sampling unseeded."""
 
     @property
     def trial_name(self) -> str:
@@ -215,9 +218,10 @@ def run_trial(
         try:
             timeout_sec = task.config.get("agent", "timeout_sec")
             with _Phase(timing, "agent_execution"):
+                episode_model = model if spec.seed is None else SeededModel(model, spec.seed)
                 agent_run = run_agent(
                     harness,
-                    model,
+                    episode_model,
                     sandbox,
                     task.instruction,
                     timeout_sec=timeout_sec,
@@ -271,6 +275,7 @@ def run_trial(
             "benchmark": spec.benchmark,
             "harness": spec.harness,
             "run": spec.run,
+            "seed": spec.seed,
             "domain": spec.domain,
             "exit_status": agent_run.exit_status if agent_run else None,
             "exit_detail": agent_run.detail if agent_run else None,

@@ -52,6 +52,10 @@ class HarnessSettings:
     max_turn_tokens: int = 16384
     max_total_tokens: int = 65536
     temperature: float | None = 0.7
+    """0 is greedy; None leaves it to the endpoint."""
+    top_p: float | None = None
+    """Nucleus sampling's mass (None: the endpoint's default, 1 on every engine we
+    serve)."""
     interleaved_thinking: bool = True
     max_format_errors: int = 64
     command_timeout_sec: float = 120.0
@@ -295,6 +299,7 @@ def run_agent(
                 tools=harness.tools,
                 max_tokens=min(settings.max_turn_tokens, room),
                 temperature=settings.temperature,
+                top_p=settings.top_p,
             )
             try:
                 completion = _by_deadline(request, deadline if cut_model_calls else None)

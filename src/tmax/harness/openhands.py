@@ -1065,6 +1065,7 @@ class OpenHandsHarness(Harness):
                 tools=None,
                 max_tokens=self.settings.max_turn_tokens,
                 temperature=self.settings.temperature,
+                top_p=self.settings.top_p,
             )
         except (ContextLengthExceeded, ModelError) as error:
             log.info("openhands: condensing the history failed: %s", error)

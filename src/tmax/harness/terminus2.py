@@ -434,6 +434,7 @@ class Terminus2Harness(Harness):
             tools=None,
             max_tokens=self.settings.max_turn_tokens,
             temperature=self.settings.temperature,
+            top_p=self.settings.top_p,
         )
         calls.append(completion)
         return completion.content

@@ -12,6 +12,7 @@ doing (its context outgrew the model) and counts as a wrong answer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -122,7 +123,13 @@ class ChatModel(Protocol):
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int,
         temperature: float | None = None,
-    ) -> Completion: ...
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        """One answer. ``temperature`` 0 is greedy, None the endpoint's default;
+        ``top_p`` None is the endpoint's default; ``seed`` makes a sampled answer
+        reproducible where the engine honours it (vLLM, transformers serve)."""
+        ...
 
 
 @dataclass
@@ -136,6 +143,58 @@ class RetryPolicy:
     def delay(self, attempt: int) -> float:
         base = min(self.max_sec, self.initial_sec * 2**attempt)
         return base * (0.5 + random.random() / 2)
+
+
+def sampling_fields(
+    temperature: float | None, top_p: float | None, seed: int | None
+) -> dict[str, Any]:
+    """The request fields that decide how an answer is sampled: only those given, so an
+    unset one is the endpoint's default."""
+    fields: dict[str, Any] = {}
+    if temperature is not None:
+        fields["temperature"] = temperature
+    if top_p is not None:
+        fields["top_p"] = top_p
+    if seed is not None:
+        fields["seed"] = seed
+    return fields
+
+
+def derive_seed(seed: int, *parts: int | str) -> int:
+    """A 31-bit seed for one part of a seeded run (a run, a trial, a turn, a sample)."""
+    digest = hashlib.sha256(repr((seed, *parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little") >> 1
+
+
+class SeededModel:
+    """One episode's view of a shared :class:`ChatModel`: the episode's n-th call asks
+    for seed ``derive_seed(seed, n)``, so a rerun of the episode asks for the same
+    samples and two episodes (runs, tasks) for different ones. Temperature and top_p
+    are the harness's, passed through."""
+
+    def __init__(self, model: ChatModel, seed: int) -> None:
+        self.model = model
+        self.name = model.name
+        self.seed = seed
+        self.calls = 0
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        if seed is None:
+            seed = derive_seed(self.seed, self.calls)
+        self.calls += 1
+        return self.model.complete(
+            messages, tools=tools, max_tokens=max_tokens, temperature=temperature,
+            top_p=top_p, seed=seed,
+        )  # fmt: skip
 
 
 _CONTEXT_HINTS = ("context length", "maximum context", "context_length", "too long", "max_tokens")
@@ -180,6 +239,8 @@ class OpenAIChatModel:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int,
         temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
         request: dict[str, Any] = {
             "model": self.name,
@@ -188,8 +249,7 @@ class OpenAIChatModel:
         }
         if tools:
             request["tools"] = list(tools)
-        if temperature is not None:
-            request["temperature"] = temperature
+        request.update(sampling_fields(temperature, top_p, seed))
         if self.extra_body:
             request["extra_body"] = self.extra_body
         return self._with_retries(
@@ -260,6 +320,8 @@ class CompletionsChatModel(OpenAIChatModel):
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int,
         temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
         from tmax.models.toolcalls import parse_completion
 
@@ -268,8 +330,7 @@ class CompletionsChatModel(OpenAIChatModel):
             add_generation_prompt=True,
         )  # fmt: skip
         request: dict[str, Any] = {"model": self.name, "prompt": prompt, "max_tokens": max_tokens}
-        if temperature is not None:
-            request["temperature"] = temperature
+        request.update(sampling_fields(temperature, top_p, seed))
 
         def read(response: Any, latency: float) -> Completion:
             if not response.choices:
@@ -342,12 +403,16 @@ class ScriptedModel:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int,
         temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
         request = {
             "messages": [dict(m) for m in messages],
             "tools": tools,
             "max_tokens": max_tokens,
             "temperature": temperature,
+            "top_p": top_p,
+            "seed": seed,
         }
         self.requests.append(request)
         if callable(self.script):

@@ -302,7 +302,10 @@ class ModelServer:
                 "folder (build one with tmax.models.tiny.ensure_tiny_model)"
             )
         port = free_port() if port is None else port
-        argv = ["transformers", "serve", model_dir.name, "--host", LOCALHOST, "--port", str(port)]
+        # transformers serve with two changes (tmax.models.transformers_serve): a reply it
+        # cannot parse comes back as text, and each request's sampling settings rule.
+        argv = [sys.executable, "-m", "tmax.models.transformers_serve", "serve", model_dir.name]
+        argv += ["--host", LOCALHOST, "--port", str(port)]
         argv += ["--device", device, "--dtype", dtype]
         if continuous_batching:
             argv.append("--continuous-batching")

@@ -319,10 +319,13 @@ def _build_model(
     )
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    # Greedy by default; generation stops at the end of a turn or of the text.
+    # Generation stops at the end of a turn or of the text. How to sample is each
+    # request's to say: saved here are the OpenAI API's defaults (temperature 1, the
+    # whole distribution), which a request's temperature (0: greedy) and top_p replace.
     model.generation_config = GenerationConfig(
-        eos_token_id=[eos_id, pad_id], pad_token_id=pad_id, do_sample=False
-    )
+        eos_token_id=[eos_id, pad_id], pad_token_id=pad_id, do_sample=True, temperature=1.0,
+        top_k=0, top_p=1.0,
+    )  # fmt: skip
     return model
 
 

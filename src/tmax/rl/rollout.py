@@ -19,7 +19,6 @@ used for evaluation (``run_agent``) plays RL episodes, with the paper's budgets 
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
 import threading
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.harness import HarnessSettings, make_harness, run_agent
-from tmax.models.client import Completion, ContextLengthExceeded, Message
+from tmax.models.client import Completion, ContextLengthExceeded, Message, derive_seed
 from tmax.models.toolcalls import parse_completion
 from tmax.rl.engine import Engine
 from tmax.sandbox.base import NodeError
@@ -76,12 +75,6 @@ def default_stop_token_ids(tokenizer: Any) -> list[int]:
     vocab = tokenizer.get_vocab()
     ids += [vocab[token] for token in _END_TOKENS if token in vocab and vocab[token] not in ids]
     return ids
-
-
-def derive_seed(seed: int, *parts: int) -> int:
-    """A 31-bit seed for one part of a seeded run (a sample of a group, a turn)."""
-    digest = hashlib.sha256(repr((seed, *parts)).encode()).digest()
-    return int.from_bytes(digest[:4], "little") >> 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,7 +139,15 @@ class TokenChatModel:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_tokens: int,
         temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
+        """The next turn, sampled from the whole distribution at ``temperature``: the
+        behaviour log-probs the loss needs are those of that distribution, so a
+        ``top_p`` below 1 is refused. The episode's own seed (``seed`` at construction)
+        decides each turn's; a per-call ``seed`` is not used."""
+        if top_p is not None and top_p < 1.0:
+            raise ValueError(f"RL rollouts sample the whole distribution; top_p {top_p} < 1")
         if self.cancel is not None and self.cancel.is_set():
             raise EpisodeCancelled("the run is stopping")
         started = time.monotonic()
