@@ -1,6 +1,6 @@
 """The easy tier (generation.tier: easy): one- and two-command file tasks drawn from the
-sampler's specs, deterministic, recorded honestly, each operation's oracle passing and
-its no-op failing in a real sandbox."""
+sampler's specs, three families over the nine domains, deterministic, recorded honestly,
+each operation's oracle passing and its no-op failing in a real sandbox."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.generate.test_procedural import spec_for
 from tmax.config import load_config
-from tmax.generate.families.easy import EASY_FAMILIES, OPERATIONS, VOCABULARY
+from tmax.generate.families.easy import EASY_FAMILIES, OPERATIONS, VOCABULARY, easy_family_for
 from tmax.generate.family import FAMILIES, LEVELS, RenderContext
 from tmax.generate.procedural import GenerationError, _rng, choose_family, render_task
 from tmax.generate.validate import check_task
@@ -21,7 +21,15 @@ from tmax.taxonomy import SamplerSettings, TaskSpec, load_taxonomy, sample_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 EASY = EASY_FAMILIES[0]
-VERBS = {"echo", "wc", "sort", "head", "tail", "grep", "cp", "mkdir"}
+VERBS = {"echo", "wc", "sort", "head", "tail", "grep", "cp", "mkdir", "grep -c", "grep -v",
+         "cut -f1", "cut -f2", "sort -n"}  # fmt: skip
+"""One per operation: a command's program, with the option that tells operations apart."""
+
+
+def verb(line: str) -> str:
+    words = line.replace("-d' ' ", "").split()
+    options = {"grep": ("-c", "-v"), "sort": ("-n",), "cut": ("-f1", "-f2")}
+    return " ".join(words[:2]) if words[1] in options.get(words[0], ()) else words[0]
 
 
 def specs(n: int, level: str = "short") -> list[TaskSpec]:
@@ -41,7 +49,7 @@ def solution(spec: TaskSpec) -> list[str]:
 
 def test_every_operation_appears_and_levels_set_the_number_of_steps() -> None:
     assert len(OPERATIONS) == len(VERBS)
-    verbs = {line.split()[0] for spec in specs(60) for line in solution(spec)}
+    verbs = {verb(line) for spec in specs(90) for line in solution(spec)}
     assert verbs == VERBS
     # The names are fixed (what a tiny model can learn to read); the domain picks words.
     lines = [line for spec in specs(60, "complex") for line in solution(spec)]
@@ -54,14 +62,27 @@ def test_every_operation_appears_and_levels_set_the_number_of_steps() -> None:
         assert steps == ({1} if LEVELS[level] <= 2 else {2}), level
 
 
+def test_three_families_split_the_nine_domains() -> None:
+    covered = [domain for family in EASY_FAMILIES for domain in family.domains]
+    assert sorted(covered) == sorted(FAMILIES) and len(covered) == 9  # each domain once
+    assert len(EASY_FAMILIES) == 3 and all(len(f.domains) == 3 for f in EASY_FAMILIES)
+    for spec in specs(18):
+        family, _ = choose_family(spec, seed=1, tier="easy")
+        assert family is easy_family_for(spec.domain) and spec.domain in family.domains
+        assert render_task(spec, seed=1, tier="easy").meta.generator["family"] == family.name
+    operations = [{op.__name__ for op in family.operations} for family in EASY_FAMILIES]
+    for family, names in zip(EASY_FAMILIES, operations, strict=True):
+        assert {rule.id for rule in family.rules} == names  # each family audits its own
+
+
 def test_the_tier_chooses_the_family_and_records_what_it_cannot_honour() -> None:
     spec = specs(1)[0]
     family, realised = choose_family(spec, seed=1, tier="easy")
-    assert family is EASY and realised["command_complexity"] == "bash_only"
+    assert family is easy_family_for(spec.domain) and realised["command_complexity"] == "bash_only"
     full, _ = choose_family(spec, seed=1)
-    assert full.domain == spec.domain and full is not EASY
+    assert full.domain == spec.domain and full not in EASY_FAMILIES
     task = render_task(spec, seed=1, tier="easy")
-    assert task.meta is not None and task.meta.generator["family"] == EASY.name
+    assert task.meta is not None and task.meta.generator["family"] == family.name
     assert task.meta.generator["realised"]["command_complexity"] == "bash_only"
     assert task.meta.axes["command_complexity"] == "bash_code"  # the spec as drawn
     assert "persona" not in task.meta.generator["realised"]  # kept as drawn (personas.yaml)
@@ -107,9 +128,9 @@ def test_same_spec_and_seed_give_the_same_task(tmp_path: Path) -> None:
                     reason="needs root and bwrap (./setup.sh installs them)")  # fmt: skip
 def test_each_operation_s_oracle_passes_and_its_no_op_fails(tmp_path: Path) -> None:
     chosen: dict[str, TaskSpec] = {}
-    for spec in specs(60, "complex"):
-        for verb in (line.split()[0] for line in solution(spec)):
-            chosen.setdefault(verb, spec)
+    for spec in specs(90, "complex"):
+        for name in (verb(line) for line in solution(spec)):
+            chosen.setdefault(name, spec)
     assert set(chosen) == VERBS
     for spec in {s.spec_id: s for s in chosen.values()}.values():
         task_dir = write_task(render_task(spec, seed=5, tier="easy"), tmp_path)
@@ -128,4 +149,4 @@ def test_the_generation_stage_reads_the_tier_from_the_config(tmp_path: Path) -> 
         config = {"generation": {"backend": "procedural", "tier": tier}}
         assert generate_for_backend("procedural", tmp_path / "specs.parquet", out, 1, config) == 4
         families = {read_task(d).meta.generator["family"] for d in out.iterdir() if d.is_dir()}
-        assert (families == {EASY.name}) is easy, families
+        assert (families <= {f.name for f in EASY_FAMILIES}) is easy, families

@@ -16,7 +16,7 @@ from typing import Any
 
 from tmax.generate import families as _families  # noqa: F401  (registers the families)
 from tmax.generate.audit import realised_skills
-from tmax.generate.families.easy import EASY_FAMILIES
+from tmax.generate.families.easy import EASY_FAMILIES, easy_family_for
 from tmax.generate.family import CODE_LANGUAGES, FAMILIES, Draft, Family, RenderContext
 from tmax.generate.personas import fitting_persona
 from tmax.sandbox.images import domain_definition
@@ -83,7 +83,13 @@ def choose_family(
     """
     if tier not in TIERS:
         raise GenerationError(f"unknown generation tier {tier!r}; use one of {TIERS}")
-    families = list(EASY_FAMILIES) if tier == "easy" else FAMILIES.get(spec.domain)
+    if tier == "easy":
+        try:
+            families: list[Family] | None = [easy_family_for(spec.domain)]
+        except KeyError as error:
+            raise GenerationError(str(error.args[0])) from None
+    else:
+        families = FAMILIES.get(spec.domain)
     if not families:
         raise GenerationError(f"no procedural task family for domain {spec.domain!r}")
     needs_service = spec.command_complexity == "bash_code_services"

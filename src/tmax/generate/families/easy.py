@@ -2,13 +2,19 @@
 of a few million parameters, so that the embedded default's miniature can show SFT and
 RL doing something measurable in minutes.
 
-Each task still comes from a spec of the 9-axis sampler: the domain picks the words
-of the input file (``/app/input.txt``), the persona opens the request, and task
-complexity sets how many steps there are (one for short and moderate, two for complex
-and intricate). What the tier cannot honour (code, services, fixtures other than
-text, verifiers other than exact text) is recorded as realised differently, like any
-family's. The reference solution is one shell command per step; the tests compare each
-deliverable with the answer computed here, so a no-op scores 0 and the oracle 1.
+Three families, each for three of the nine domains: :class:`FileBasics` (file
+operations, software engineering, scientific computing: write, count, sort, head,
+tail, grep, copy, mkdir), :class:`LogLines` (security, system administration,
+debugging: select, count and drop the lines of a log that name a word) and
+:class:`Columns` (data processing, querying and science: cut a column, sort by the
+number, count the records). Each task still comes from a spec of the 9-axis sampler:
+the domain picks the family and the words of the input file (``/app/input.txt``), the
+persona opens the request, and task complexity sets how many steps there are (one for
+short and moderate, two for complex and intricate). What the tier cannot honour
+(code, services, fixtures other than text, verifiers other than exact text) is
+recorded as realised differently, like any family's. The reference solution is one
+shell command per step; the tests compare each deliverable with the answer computed
+here, so a no-op scores 0 and the oracle 1.
 """
 
 from __future__ import annotations
@@ -129,10 +135,61 @@ def make_folder(x: Inputs) -> Step:
     return Step(f"Create the folder `/app/{name}`.", f"mkdir -p /app/{name}", f"/app/{name}", None)
 
 
-OPERATIONS: tuple[Callable[[Inputs], Step], ...] = (
+def _word_in_lines(x: Inputs) -> str:
+    return x.rng.choice(sorted({line.split()[0] for line in x.lines}))
+
+
+def count_matching(x: Inputs) -> Step:
+    word = _word_in_lines(x)
+    count = sum(word in line for line in x.lines)
+    return Step(f"Count the lines of `{x.source}` that contain `{word}` and write the number "
+                f"to `{x.target}`.", f"grep -c {word} {x.source} > {x.target}", x.target,
+                f"{count}\n")  # fmt: skip
+
+
+def other_lines(x: Inputs) -> Step:
+    word = _word_in_lines(x)
+    kept = [line for line in x.lines if word not in line]
+    if not kept:  # grep -v would select nothing and fail: ask for the matching ones
+        return matching_lines(x)
+    return Step(f"Copy the lines of `{x.source}` that do not contain `{word}` to `{x.target}`.",
+                f"grep -v {word} {x.source} > {x.target}", x.target, _lines(kept))  # fmt: skip
+
+
+def first_column(x: Inputs) -> Step:
+    return Step(f"Write the first column of `{x.source}` to `{x.target}`.",
+                f"cut -d' ' -f1 {x.source} > {x.target}", x.target,
+                _lines([line.split()[0] for line in x.lines]))  # fmt: skip
+
+
+def second_column(x: Inputs) -> Step:
+    return Step(f"Write the second column of `{x.source}` to `{x.target}`.",
+                f"cut -d' ' -f2 {x.source} > {x.target}", x.target,
+                _lines([line.split()[1] for line in x.lines]))  # fmt: skip
+
+
+def sort_by_number(x: Inputs) -> Step:
+    # GNU sort's last resort on equal numbers compares whole lines (bytes in the C locale
+    # the sandbox runs; the words are lowercase ASCII, none a prefix of another).
+    ordered = sorted(x.lines, key=lambda line: (int(line.split()[1]), line))
+    return Step(f"Sort the lines of `{x.source}` by their number into `{x.target}`.",
+                f"sort -n -k2 {x.source} > {x.target}", x.target, _lines(ordered))  # fmt: skip
+
+
+FILE_OPERATIONS: tuple[Callable[[Inputs], Step], ...] = (
     write_word, count_lines, sort_lines, first_lines, last_lines, matching_lines, copy_file,
     make_folder,
 )  # fmt: skip
+LOG_OPERATIONS: tuple[Callable[[Inputs], Step], ...] = (
+    matching_lines, count_matching, other_lines, first_lines, last_lines,
+)  # fmt: skip
+COLUMN_OPERATIONS: tuple[Callable[[Inputs], Step], ...] = (
+    first_column, second_column, sort_by_number, count_lines, sort_lines,
+)  # fmt: skip
+OPERATIONS: tuple[Callable[[Inputs], Step], ...] = tuple(
+    dict.fromkeys((*FILE_OPERATIONS, *LOG_OPERATIONS, *COLUMN_OPERATIONS))
+)
+"""Every operation of the tier, each once."""
 
 TESTS = '''"""Each deliverable must hold exactly what was asked for."""
 
@@ -174,6 +231,18 @@ RULES: tuple[Rule, ...] = tuple(
          r"'{path}': '(?:\w*{word}\w* \d+\\n)+'"),
         ("copy_file", rf"Make a copy of {_SOURCE} named {_TARGET}\.", rf"'{{path}}': '{_LINES}+'"),
         ("make_folder", r"Create the folder `(?P<path>/app/\w+)`\.", r"'{path}': None"),
+        ("count_matching",
+         rf"Count the lines of {_SOURCE} that contain `(?P<word>\w+)` and write the number "
+         rf"to {_TARGET}\.", r"'{path}': '\d+\\n'"),
+        ("other_lines",
+         rf"Copy the lines of {_SOURCE} that do not contain `(?P<word>\w+)` to {_TARGET}\.",
+         rf"'{{path}}': '{_LINES}+'"),
+        ("first_column", rf"Write the first column of {_SOURCE} to {_TARGET}\.",
+         r"'{path}': '(?:[a-z]+\\n)+'"),
+        ("second_column", rf"Write the second column of {_SOURCE} to {_TARGET}\.",
+         r"'{path}': '(?:\d+\\n)+'"),
+        ("sort_by_number", rf"Sort the lines of {_SOURCE} by their number into {_TARGET}\.",
+         rf"'{{path}}': '{_LINES}+'"),
     )
 )  # fmt: skip
 """Each operation is one rule, drawn at random: its sentence must come with an entry of
@@ -181,22 +250,27 @@ the tests' EXPECTED for the path it names, holding what the operation makes (a f
 None; the first/last n lines: n lines)."""
 
 
-class FileBasics(Family):
-    """One or two basic file operations (write, count, sort, head, tail, grep, copy,
-    mkdir) on a small text file of the domain's words; see the module docstring."""
+def _rules(operations: tuple[Callable[[Inputs], Step], ...]) -> tuple[Rule, ...]:
+    names = {operation.__name__ for operation in operations}
+    return tuple(rule for rule in RULES if rule.id in names)
 
-    name = "easy.file_basics"
-    domain = "any"
+
+class EasyFamily(Family):
+    """One or two of the family's ``operations`` on a small text file of the domain's
+    words, for the specs of its ``domains``; see the module docstring."""
+
     tier: ClassVar[str] = "easy"
+    domains: ClassVar[frozenset[str]]
+    """The spec domains this family renders (the tier's families split the nine)."""
+    operations: ClassVar[tuple[Callable[[Inputs], Step], ...]]
     languages = frozenset({"bash"})
-    rules = RULES
     units = Units(r"'(/app/[^']+)': ")  # each entry of EXPECTED is one check
 
     def render(self, ctx: RenderContext) -> Draft:
         rng = ctx.rng
         words = VOCABULARY.get(ctx.spec.domain, VOCABULARY["file_operations"])
         steps_wanted = 1 if ctx.level <= 2 else 2
-        operations = rng.sample(OPERATIONS, steps_wanted)
+        operations = rng.sample(self.operations, steps_wanted)
         outputs = OUTPUTS[:steps_wanted]
         stem = INPUT
         lines = tuple(f"{rng.choice(words)} {rng.randint(1, 99)}"
@@ -218,6 +292,44 @@ class FileBasics(Family):
         )
 
 
-EASY_FAMILIES: tuple[Family, ...] = (FileBasics(),)
-"""The easy tier's families (any domain); not in :data:`FAMILIES`, so the full tier's
-choice is unchanged."""
+class FileBasics(EasyFamily):
+    """Write, count, sort, head, tail, grep, copy and mkdir."""
+
+    name = "easy.file_basics"
+    domain = "file_operations"
+    domains = frozenset({"file_operations", "software_engineering", "scientific_computing"})
+    operations = FILE_OPERATIONS
+    rules = _rules(FILE_OPERATIONS)
+
+
+class LogLines(EasyFamily):
+    """A log's lines that name a word: copied, counted or dropped; its first or last."""
+
+    name = "easy.log_lines"
+    domain = "security"
+    domains = frozenset({"security", "system_administration", "debugging"})
+    operations = LOG_OPERATIONS
+    rules = _rules(LOG_OPERATIONS)
+
+
+class Columns(EasyFamily):
+    """Records of a word and a number: one column cut out, sorted by the number, counted."""
+
+    name = "easy.columns"
+    domain = "data_processing"
+    domains = frozenset({"data_processing", "data_querying", "data_science"})
+    operations = COLUMN_OPERATIONS
+    rules = _rules(COLUMN_OPERATIONS)
+
+
+EASY_FAMILIES: tuple[EasyFamily, ...] = (FileBasics(), LogLines(), Columns())
+"""The easy tier's families, which between them render every domain; not in
+:data:`FAMILIES`, so the full tier's choice is unchanged."""
+
+
+def easy_family_for(domain: str) -> EasyFamily:
+    """The easy family that renders specs of ``domain``."""
+    for family in EASY_FAMILIES:
+        if domain in family.domains:
+            return family
+    raise KeyError(f"no easy-tier family renders the domain {domain!r}")
