@@ -366,3 +366,21 @@ def test_the_report_says_where_a_baseline_beats_rl() -> None:
         "RL is above the SFT control trained for the same learner tokens on heldout under "
         "tmax (45.0 vs 30.0), by the means only (no paired tasks)."
     ]
+
+
+def test_the_report_opens_with_what_rl_did_and_says_so_when_it_shows_no_gain() -> None:
+    from tmax.report.stage import rl_headline
+
+    gain = rl_headline([_held_out("sft", "tmax", 20.0, 2), _held_out("control", "tmax", 10.0, 1),
+                        _held_out("tmax", "tmax", 70.0, 7)])  # fmt: skip
+    assert gain[0] == "## What RL did"
+    assert any(line.startswith("- tiny: RL beats the SFT control") for line in gain)
+    assert not any("shows no gain" in line for line in gain)
+    level = rl_headline([_held_out("control", "tmax", 30.0, 3), _held_out("tmax", "tmax", 40.0, 4)])
+    assert any("not told apart" in line for line in level)
+    assert level[-1].startswith("RL shows no gain over the SFT control beyond the noise here")
+    behind = rl_headline([_held_out("control", "tmax", 80.0, 8), _held_out("tmax", "tmax", 1.0, 1)])
+    assert behind[-1].startswith("RL shows no gain")  # a loss is no gain either
+    assert rl_headline([_held_out("sft", "tmax", 20.0, 2)])[-1] == (
+        "No RL model was evaluated, so there is no gain to report."
+    )

@@ -57,6 +57,13 @@ class ModelServerError(RuntimeError):
     """A model server could not be started, did not become ready, or died."""
 
 
+def checkout_path() -> str:
+    """``PYTHONPATH`` with this checkout's ``src/`` first: a ``python -m tmax...`` child
+    runs the same tmax as its parent, not whichever one is installed."""
+    here = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+
+
 def free_port(host: str = LOCALHOST) -> int:
     """A TCP port that is free right now (the kernel picks it; a small race is accepted)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -309,7 +316,8 @@ class ModelServer:
         argv += ["--device", device, "--dtype", dtype]
         if continuous_batching:
             argv.append("--continuous-batching")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": checkout_path()}  # fmt: skip
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be at least 1, got {threads}")

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS_NOTES
+from tmax.evaluate.metrics import DEFAULT_STATISTICS, STATISTICS_NOTES, paired_difference
 from tmax.evaluate.records import TrialRecord
 from tmax.io import write_text
-from tmax.report.build import PAPER_TABLES, TABLE_NAMES, build_tables
+from tmax.report.build import PAPER_TABLES, TABLE_NAMES, build_tables, control_verdicts
 from tmax.report.ingest import measure, read_dataset_reports
 from tmax.report.tables import FORMATS, compare, load_paper_values, to_markdown, write_table
 from tmax.report.tidy import write_evaluations
@@ -54,6 +54,32 @@ def _read_json(path: Path | None) -> dict[str, Any] | None:
     if path is None or not Path(path).is_file():
         return None
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def rl_headline(measurements: Sequence[Any]) -> list[str]:
+    """The report's first section: for every model whose RL result was evaluated, RL
+    against the SFT control and the SFT model it started from, the gap and its paired
+    95% interval, in words (:func:`~tmax.report.build.control_verdicts`): a gain is
+    claimed only when the interval leaves out 0, and the section says so plainly when
+    none does."""
+    lines = ["## What RL did", ""]
+    trained = sorted({m.model for m in measurements if m.variant == "tmax"})
+    found = {(m.model, m.benchmark, m.harness, m.variant): m for m in measurements}
+    claimed = False
+    for model in trained:
+        verdicts = control_verdicts([m for m in measurements if m.model == model])
+        lines += [f"- {model}: {verdict}" for verdict in verdicts]
+    for (model, benchmark, harness, variant), rl in found.items():
+        control = found.get((model, benchmark, harness, "control"))
+        if variant == "tmax" and control is not None:
+            gap = paired_difference(rl.per_task, control.per_task)
+            claimed |= gap is not None and gap.verdict == "ahead"
+    if not trained:
+        lines.append("No RL model was evaluated, so there is no gain to report.")
+    elif not claimed:
+        lines += ["", "RL shows no gain over the SFT control beyond the noise here: no "
+                  "interval above leaves out 0 in RL's favour against the control."]  # fmt: skip
+    return lines
 
 
 def write_report_tables(
@@ -111,6 +137,7 @@ def write_report_tables(
             "errors); a cell this run did not produce says so."
         )
         page += ["", STATISTICS_NOTES[statistics]]
+        page += ["", *rl_headline(measurements)]
         page += [""] + [to_markdown(table) for table in views]
         write_text(combined, "\n".join(page))
         paths.append(Path(combined))

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmax.io import write_json
+from tmax.models.serve import checkout_path
 from tmax.rl.engine import Generation, _check_request
 
 if TYPE_CHECKING:
@@ -155,12 +156,6 @@ class EngineSettings:
             env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
             env["OMP_NUM_THREADS"] = str(self.threads)
         return env
-
-
-def checkout_path() -> str:
-    """``PYTHONPATH`` with this checkout's ``src/`` first."""
-    here = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
 
 
 def engine_server(
