@@ -143,11 +143,11 @@ DATASETS_DECONTAM = {"dataset_decontam_ngram": 16, "dataset_decontam": 8, "datas
 """The paper's 8 prior datasets (one job per n, the report) and the 7 trained on."""
 # Below the clean generated tasks: the embedded default trains one model (SFT, then
 # RL, then the SFT control for RL's tokens) and evaluates its sft, control and tmax
-# variants under 4 harnesses, 2 runs each; the
+# variants under 4 harnesses, 4 runs under tmax and 2 under the others; the
 # paper trains 4 sizes on them (5 snapshots each compared on TB-Lite) and evaluates
 # each tmax variant on 4 benchmarks x 4 harnesses x 5 runs.
 EMBEDDED_TRAINED = _jobs(REPORTS, sft_warmup=1, rl_train=1, sft_control=1, select_checkpoint=1,
-                         evaluate=24, eval_metrics=12)  # fmt: skip
+                         evaluate=30, eval_metrics=12)  # fmt: skip
 PAPER_TRAINED = _jobs(REPORTS, rl_train=4, evaluate_snapshot=20, select_checkpoint=4,
                       evaluate=320, eval_metrics=64)  # fmt: skip
 PAPER_ALL_TRAINED = _jobs(REPORTS, rl_train=11, evaluate_snapshot=55, select_checkpoint=11,
@@ -253,7 +253,7 @@ ROWS: list[Row] = [
         _set("rl.learning_rate", lambda lr: lr * 2),
         planned={
             EMBEDDED: _jobs(REPORTS, rl_train=1, sft_control=1, select_checkpoint=1,
-                            evaluate=16, eval_metrics=8),
+                            evaluate=20, eval_metrics=8),
             PAPER: PAPER_ALL_TRAINED,
         }),
     Row("`rl.select_runs` + 1", "one more comparison run per snapshot; the models' "
@@ -281,14 +281,15 @@ ROWS: list[Row] = [
         _set("models.0.rl", lambda rl: {**(rl or {}), "learning_rate": 3e-6}),
         planned={
             EMBEDDED: _jobs(REPORTS, rl_train=1, sft_control=1, select_checkpoint=1,
-                            evaluate=16, eval_metrics=8),
+                            evaluate=20, eval_metrics=8),
             PAPER: _jobs(REPORTS, rl_train=1, evaluate_snapshot=5, select_checkpoint=1,
                          evaluate=80, eval_metrics=16),
         }),
-    Row("`evaluation.runs` + 1", "one more run per setting",
+    Row("`evaluation.runs` + 1", "one more run per setting (the embedded default gives "
+        "the harnesses other than tmax runs of their own: `evaluation.harness_runs`)",
         _set("evaluation.runs", lambda n: n + 1),
         planned={
-            EMBEDDED: _jobs(REPORTS, evaluate=12, eval_metrics=12, report_figures=0),
+            EMBEDDED: _jobs(REPORTS, evaluate=3, eval_metrics=3, report_figures=0),
             PAPER: _jobs(REPORTS, evaluate=135, eval_metrics=135, report_figures=0),
         }),
     Row("drop the first harness", "the others' runs are kept; tables only",
@@ -307,7 +308,7 @@ ROWS: list[Row] = [
         "snapshot comparisons and dataset difficulty that use it",
         _set("evaluation.max_turn_tokens", lambda n: n // 2),
         planned={
-            EMBEDDED: _jobs(REPORTS, evaluate=24, eval_metrics=12, report_figures=0),
+            EMBEDDED: _jobs(REPORTS, evaluate=30, eval_metrics=12, report_figures=0),
             PAPER: _jobs(REPORTS, dataset_difficulty=8, evaluate_snapshot=55,
                          select_checkpoint=11, evaluate=675, eval_metrics=135),
         }),
@@ -326,7 +327,7 @@ ROWS: list[Row] = [
     Row("`evaluation.network` harbor → task", "what the sandboxes of every evaluation "
         "may reach; training keeps its own rule", _set("evaluation.network", "task"),
         planned={
-            EMBEDDED: _jobs(REPORTS, evaluate=24, eval_metrics=12, report_figures=0),
+            EMBEDDED: _jobs(REPORTS, evaluate=30, eval_metrics=12, report_figures=0),
             PAPER: _jobs(REPORTS, dataset_difficulty=0, evaluate_snapshot=55,
                          select_checkpoint=11, evaluate=675, eval_metrics=135),
         }),
