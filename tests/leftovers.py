@@ -126,33 +126,9 @@ class Snapshot:
                 continue
             if self._elsewhere(pid, now):
                 continue  # a process of another test run on this machine, still at work
-            if _marked(pid, self.session) or (
-                any(part in cmdline for part in OURS) and self._orphaned(pid, now)
-            ):
+            if _marked(pid, self.session) or any(part in cmdline for part in OURS):
                 left[pid] = cmdline
         return left
-
-    def _orphaned(self, pid: int, now: dict[int, tuple[int, int, str]]) -> bool:
-        """Whether an unmarked process of one of our programs is this session's. It is
-        not when it runs below a process that was already running before the session
-        and is not one of this session's own ancestors (a workflow someone started in
-        another shell while the tests ran: its work, not a leftover). A sandbox the
-        tests leaked, re-parented to PID 1 or to a subreaper above pytest, is."""
-        ancestors = set()
-        walker = os.getpid()
-        while walker in now and walker not in ancestors:
-            ancestors.add(walker)
-            walker = now[walker][1]
-        seen = set()
-        while pid in now and pid not in seen and pid > 1:
-            seen.add(pid)
-            start, parent, _ = now[pid]
-            if _marked(pid, self.session):
-                return True
-            if self.processes.get(pid, (None,))[0] == start and pid not in ancestors:
-                return False
-            pid = parent
-        return True
 
     def _elsewhere(self, pid: int, now: dict[int, tuple[int, int, str]]) -> bool:
         """Whether ``pid`` descends from another pytest run (a pytest process that is

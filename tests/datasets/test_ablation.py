@@ -204,8 +204,9 @@ def test_a_model_with_rl_data_trains_on_the_dataset(tmp_path: Path) -> None:
         "select_checkpoint": 1,
     }  # no generated tasks, no domain images
     plan = planned_jobs(workdir)
-    # tiny-qwen3: sft, control, tmax x 4 harnesses x 2 runs; tiny-qwen3-fx: tmax x tmax x 2
-    assert (plan["rl_train"], plan["sft_warmup"], plan["evaluate"]) == (2, 2, 26)
+    # tiny-qwen3: sft, control, tmax x (4 runs under tmax + 2 under each of 3 harnesses);
+    # tiny-qwen3-fx: tmax x tmax x 4 runs
+    assert (plan["rl_train"], plan["sft_warmup"], plan["evaluate"]) == (2, 2, 34)
     assert plan["sft_control"] == 1  # the generated-task model's; the ablation has none
     for rule in ("prepare_dataset", "label_dataset", "dataset_difficulty", "dataset_decontam"):
         assert plan[rule] == 1

@@ -133,9 +133,11 @@ def test_every_easy_tier_task_passes() -> None:
 
 
 def test_the_easy_audit_catches_an_untested_or_unstated_step() -> None:
-    specs, seed = easy_specs(20)
-    for spec in specs:
-        task = render_task(spec, seed, tier="easy")
+    specs, seed = easy_specs(60)
+    tasks = [render_task(spec, seed, tier="easy") for spec in specs]
+    basics = [t for t in tasks if t.meta.generator["family"] == EASY_FAMILIES[0].name]
+    assert len(basics) >= 10
+    for task in basics:
         source = source_of(task)
         extra = task.instruction + " Write the word `zebra` to `/app/extra.txt`.\n"
         assert audit_rendered(EASY_FAMILIES[0].name, extra, source, 1) == ["write_word: not tested"]
@@ -168,9 +170,10 @@ def test_declared_families_pass_on_paper_config_specs(
 
 
 def test_collect_quarantines_a_failing_task(tmp_path: Path) -> None:
-    specs, seed = easy_specs(4)
+    specs, seed = easy_specs(40)
     shard = tmp_path / "shard"
-    tasks = [render_task(spec, seed, tier="easy") for spec in specs]
+    rendered = [render_task(spec, seed, tier="easy") for spec in specs]
+    tasks = [t for t in rendered if t.meta.generator["family"] == EASY_FAMILIES[0].name][:4]
     # an instruction that promises a step the tests do not check
     tasks[0] = dataclasses.replace(
         tasks[0], instruction=tasks[0].instruction + "Create the folder `/app/extra`.\n"

@@ -344,8 +344,6 @@ def test_a_harness_run_count_adds_only_that_harness_runs(workflow: Path) -> None
             "evaluate": 2, "eval_metrics": 2, "eval_summary": 1, "report_tables": 1,
             "report_provenance": 1, "all": 1,
         }  # fmt: skip
-        plan = snakemake(workflow, "-n").stdout
-        assert "run1.json" in plan and "run0.json" not in plan
     finally:
         edit_config(workflow, lambda c: c["evaluation"].update(harness_runs={}))
     assert planned_jobs(workflow) == {}
