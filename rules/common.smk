@@ -411,7 +411,8 @@ def benchmark_manifest(benchmark):
 
 def eval_runs(harness):
     """How many runs a harness's evaluations make: evaluation.harness_runs, else runs."""
-    return EVALUATION["harness_runs"].get(harness, EVALUATION["runs"])
+    runs = EVALUATION["harness_runs"].get(harness)
+    return EVALUATION["runs"] if runs is None else runs
 
 
 def eval_run_files(wildcards):

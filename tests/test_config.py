@@ -168,3 +168,26 @@ def test_sandbox_limits_off_reads_as_written(raw_config: dict, written: str) -> 
     raw_config["sandbox"].update(yaml.safe_load(written))
     limits = validate_config(raw_config)["sandbox"]["limits"]
     assert limits == written.split()[-1].strip("'")
+
+
+def test_the_paper_run_is_what_its_config_says(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snakemake merges configs/paper.yaml over config.yaml key by key, so each setting
+    the embedded default's miniature makes (a cap on the other harnesses' tasks, their
+    run counts, one training thread, the tiny model's SFT rate) reaches the paper's run
+    unless paper.yaml sets it again: merged, it must equal paper.yaml alone."""
+    from tmax.cli import _merged_config
+
+    monkeypatch.chdir(root)
+    merged = _merged_config([root / "configs/paper.yaml"])
+    alone = load_config(root / "configs/paper.yaml")
+
+    def leaks(a: Any, b: Any, path: str = "") -> list[str]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return [leak for key in sorted(set(a) | set(b))
+                    for leak in leaks(a.get(key), b.get(key), f"{path}.{key}")]  # fmt: skip
+        return [] if a == b else [f"{path}: {a!r} (merged) != {b!r} (paper.yaml)"]
+
+    assert leaks(merged, alone) == []
+    evaluation = merged["evaluation"]
+    assert all(evaluation["harness_runs"].get(h) is None for h in evaluation["harnesses"])
+    assert all(evaluation["harness_max_tasks"].get(h) is None for h in evaluation["harnesses"])
