@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.workflow.rerun_matrix import reordered
 from tmax.config import ConfigError, config_hash, load_config, validate_config
 
 
@@ -191,3 +192,39 @@ def test_the_paper_run_is_what_its_config_says(root: Path, monkeypatch: pytest.M
     evaluation = merged["evaluation"]
     assert all(evaluation["harness_runs"].get(h) is None for h in evaluation["harnesses"])
     assert all(evaluation["harness_max_tasks"].get(h) is None for h in evaluation["harnesses"])
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/paper.yaml"])
+def test_one_config_spelled_otherwise_validates_to_the_same_text(root: Path, name: str) -> None:
+    """Job params are compared by their text: key order, number spellings and written-out
+    defaults must not change it."""
+    raw = yaml.safe_load((root / name).read_text())
+    expected = repr(validate_config(raw))
+    assert repr(validate_config(reordered(raw))) == expected
+    assert repr(validate_config(validate_config(raw))) == expected  # defaults written out
+    respelled = yaml.safe_load(yaml.safe_dump(raw).replace("1.0e-04", "1e-4"))
+    respelled["rl"]["learning_rate"] = f"{raw['rl']['learning_rate']:e}"  # a string in YAML 1.1
+    respelled["seed"] = float(raw["seed"])
+    respelled["evaluation"]["command_timeout_sec"] = f"{raw['evaluation']['command_timeout_sec']}.0"
+    assert repr(validate_config(respelled)) == expected
+    config = validate_config(raw)
+    assert list(config) == sorted(config) and list(config["rl"]) == sorted(config["rl"])
+
+
+def test_a_number_is_read_as_the_schema_says_and_only_there(raw_config: dict) -> None:
+    raw_config["rl"]["learning_rate"] = "2e-4"
+    raw_config["rl"]["steps"] = 18.0
+    raw_config["evaluation"]["command_timeout_sec"] = 30.0
+    raw_config["models"][0]["name"] = "1e3"  # a string setting keeps what it was given
+    config = validate_config(raw_config)
+    assert config["rl"]["learning_rate"] == 2e-4 and isinstance(
+        config["rl"]["learning_rate"], float
+    )
+    assert config["rl"]["steps"] == 18 and isinstance(config["rl"]["steps"], int)
+    assert config["evaluation"]["command_timeout_sec"] == 30
+    assert isinstance(config["evaluation"]["command_timeout_sec"], int)
+    assert config["models"][0]["name"] == "1e3"
+    raw_config["rl"]["learning_rate"] = "fast"
+    assert problems(raw_config) == [
+        "'rl.learning_rate' = \"fast\" has the wrong type; expected number"
+    ]

@@ -11,6 +11,7 @@ import copy
 import difflib
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -49,6 +50,17 @@ def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, A
     return node
 
 
+def _typed(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """:func:`_resolve`, and an override of a top-level section (``x-keys-of``:
+    ``models[].rl``) read with that section's keys, for their types only (defaults are
+    never filled into an override)."""
+    node = _resolve(node, root)
+    section = node.get("x-keys-of")
+    if isinstance(section, str):
+        return {**root["properties"][section], "type": "object"}
+    return node
+
+
 def _fill_defaults(value: Any, node: Mapping[str, Any], root: Mapping[str, Any]) -> None:
     """Insert schema defaults into ``value`` in place, recursing into objects and arrays."""
     node = _resolve(node, root)
@@ -62,6 +74,94 @@ def _fill_defaults(value: Any, node: Mapping[str, Any], root: Mapping[str, Any])
     elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
         for item in value:
             _fill_defaults(item, node["items"], root)
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+"""A number as YAML 1.2 writes it: ``1e-4`` too, which YAML 1.1 (PyYAML, Snakemake's
+``--config``) reads as a string."""
+
+
+_BOOLEANS = {word: truth for truth, words in ((True, "true True TRUE yes Yes YES on On ON"),
+                                             (False, "false False FALSE no No NO off Off OFF"))
+             for word in words.split()}  # fmt: skip
+"""YAML 1.1's booleans, for a boolean setting given as text."""
+_NULLS = frozenset({"null", "Null", "NULL", "~", ""})
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def _types(node: Mapping[str, Any], root: Mapping[str, Any]) -> set[str]:
+    """The JSON types a schema node allows (through ``$ref`` and ``anyOf``/``oneOf``)."""
+    node = _typed(node, root)
+    declared = node.get("type")
+    found = set([declared] if isinstance(declared, str) else declared or [])
+    for key in ("anyOf", "oneOf"):
+        for option in node.get(key, ()):
+            found |= _types(option, root)
+    for allowed in ([node["const"]] if "const" in node else []) + list(node.get("enum", ())):
+        found.add(_JSON_TYPES.get(type(allowed), "string"))
+    return found
+
+
+def _object_nodes(node: Mapping[str, Any], root: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The object schemas a node allows (itself, or its ``anyOf`` options)."""
+    node = _typed(node, root)
+    options = [node] if "properties" in node or "additionalProperties" in node else []
+    for key in ("anyOf", "oneOf"):
+        for option in node.get(key, ()):
+            options += _object_nodes(option, root)
+    return options
+
+
+def _child(node: Mapping[str, Any], root: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    for option in _object_nodes(node, root):
+        if key in option.get("properties", {}):
+            return option["properties"][key]
+        extra = option.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            return extra
+    return {}
+
+
+def _items(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    node = _typed(node, root)
+    for candidate in (node, *node.get("anyOf", ()), *node.get("oneOf", ())):
+        items = _typed(candidate, root).get("items")
+        if isinstance(items, Mapping):
+            return items
+    return {}
+
+
+def canonical(value: Any, node: Mapping[str, Any], root: Mapping[str, Any]) -> Any:
+    """``value`` written one way: mappings with their keys sorted, at every level; a
+    number where the schema wants one, however it was written (``1e-4`` and ``0.0001``
+    are the float 0.0001; ``30``, ``30.0`` and ``3e1`` the integer 30). Job params and
+    recipe digests are built from the config, and Snakemake compares params by their
+    text: two spellings of one setting must not read as a change (docs/reruns.md). Where
+    the schema does not allow a string, a boolean, null or number given as text (as
+    Snakemake's ``--config`` gives nested values) is read as what it spells."""
+    if isinstance(value, Mapping):
+        return {key: canonical(value[key], _child(node, root, str(key)), root)
+                for key in sorted(value, key=str)}  # fmt: skip
+    if isinstance(value, list | tuple):
+        items = _items(node, root)
+        return [canonical(item, items, root) for item in value]
+    types = _types(node, root)
+    numeric = types & {"number", "integer"} and "string" not in types
+    if isinstance(value, str) and "string" not in types:
+        # Snakemake's --config reads a nested value as text (YAML's BaseLoader): "true",
+        # "null" and "0.7" there are what the schema wants, not strings.
+        word = value.strip()
+        if "boolean" in types and word in _BOOLEANS:
+            return _BOOLEANS[word]
+        if "null" in types and word in _NULLS:
+            return None
+        if numeric and _NUMBER.fullmatch(word):
+            value = float(word.replace("_", ""))
+    if not numeric or isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if float(value).is_integer() and abs(value) < 2**53:
+        return int(value)  # a whole number is written as one: 30 for 30.0
+    return float(value)
 
 
 def _key(path: Any) -> str:
@@ -119,9 +219,10 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     """
     if not isinstance(config, Mapping):
         raise ConfigError([f"expected a mapping of keys, got {type(config).__name__}"], source)
-    filled = copy.deepcopy(dict(config))
     root = schema()
+    filled = canonical(copy.deepcopy(dict(config)), root, root)
     _fill_defaults(filled, root, root)
+    filled = canonical(filled, root, root)  # defaults too, and in key order
     validator = jsonschema.Draft202012Validator(root)
     errors = sorted(
         validator.iter_errors(filled), key=lambda e: (list(map(str, e.path)), e.message)

@@ -17,6 +17,7 @@ the table.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +113,11 @@ class Row:
     why: str
     edit: Callable[[Config], None] | None = None
     files: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
+    text: Callable[[Config], str] | None = None
+    """How the edited config is written (default: ``yaml.safe_dump``, keys in order)."""
+    cli: Callable[[Config], tuple[str, ...]] | None = None
+    """Snakemake arguments the change is given by (``--config ...``), from the
+    unedited config."""
     same_products: bool = False
     planned: Mapping[str, Jobs] = field(default_factory=dict)
     run: Mapping[str, Jobs] = field(default_factory=dict)
@@ -348,6 +355,97 @@ ROWS: list[Row] = [
 is argued in its ``why``."""
 
 
+def reordered(value: Any) -> Any:
+    """Every mapping's keys in reverse order, at every level."""
+    if isinstance(value, dict):
+        return {key: reordered(value[key]) for key in reversed(list(value))}
+    if isinstance(value, list):
+        return [reordered(item) for item in value]
+    return value
+
+
+def _dump(value: Any, **options: Any) -> str:
+    return yaml.safe_dump(value, sort_keys=False, **options)
+
+
+class _QuotedDumper(yaml.SafeDumper):
+    """Writes every string double-quoted (the config's numbers and booleans stay bare)."""
+
+
+_QuotedDumper.add_representer(
+    str, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style='"')
+)
+
+
+def _renumbered(value: Any) -> Any:
+    """Every number spelled another way: floats in scientific notation, which YAML 1.1
+    reads as a string (``1e-4``), whole numbers as floats (``30.0``)."""
+    if isinstance(value, dict):
+        return {key: _renumbered(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renumbered(item) for item in value]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    return format(Decimal(repr(value)), "e")  # 0.0825 → 8.25e-2, exactly
+
+
+def _defaults_written_out(config: Config) -> str:
+    from tmax.config import validate_config
+
+    return _dump(validate_config(config))
+
+
+def _config_options(config: Config) -> tuple[str, ...]:
+    """``--config`` for the rl and evaluation sections, given as the file gives them."""
+    return ("--config", *(f"{key}={json.dumps(config[key])}" for key in ("rl", "evaluation")))
+
+
+def _without(*keys: str) -> Callable[[Config], None]:
+    def edit(config: Config) -> None:
+        for key in keys:
+            config.pop(key)
+
+    return edit
+
+
+def _in_order(config: Config) -> str:
+    return _dump(config)
+
+
+def _lr_doubled(config: Config) -> None:
+    config["rl"]["learning_rate"] = format(Decimal(repr(config["rl"]["learning_rate"] * 2)), "e")
+
+
+SAME = {EMBEDDED: NOTHING, PAPER: NOTHING}
+SPELLINGS: list[Row] = [
+    Row("keys sorted at every level (`yaml.safe_dump`)", "the same values",
+        text=lambda config: yaml.safe_dump(config), planned=SAME),
+    Row("keys in reverse order at every level", "the same values",
+        text=lambda config: _dump(reordered(config)), planned=SAME),
+    Row("numbers respelled (`1e-4`, `30.0`)", "the same values",
+        text=lambda config: _dump(_renumbered(config)), planned=SAME),
+    Row("flow style, every string quoted", "the same values",
+        text=lambda config: yaml.dump(config, Dumper=_QuotedDumper, sort_keys=False,
+                                      default_flow_style=True, width=100), planned=SAME),
+    Row("every default written out", "the values the schema fills in",
+        text=_defaults_written_out, planned=SAME),
+    Row("`rl` and `evaluation` given by `--config`", "the same values, from the command "
+        "line", _without("rl", "evaluation"), cli=_config_options, planned=SAME),
+    Row("keys sorted, `rl.learning_rate` × 2 as `2e-4`", "a real change, spelled "
+        "otherwise: what the learning rate reruns", _lr_doubled,
+        text=lambda config: yaml.safe_dump(config),
+        planned={
+            EMBEDDED: _jobs(REPORTS, rl_train=1, sft_control=1, select_checkpoint=1,
+                            evaluate=20, eval_metrics=8),
+            PAPER: PAPER_ALL_TRAINED,
+        }),
+]  # fmt: skip
+"""Other spellings of the same config: each plans nothing, and a real change spelled
+otherwise plans what it touches (docs/reruns.md, "Spellings")."""
+
+
 def plan_jobs(text: str) -> Jobs:
     """Job counts by rule from Snakemake's "Job stats" table ({}: nothing to do);
     ``all`` is left out (it runs whenever anything does)."""
@@ -430,8 +528,8 @@ class Tree:
             outputs += [p.strip() for p in line.split(",")]
         return sorted(set(outputs))
 
-    def plan(self, options: tuple[str, ...] | None = None) -> Jobs:
-        return plan_jobs(self.snakemake("-n", options=options))
+    def plan(self, options: tuple[str, ...] | None = None, cli: tuple[str, ...] = ()) -> Jobs:
+        return plan_jobs(self.snakemake("-n", *cli, options=options))
 
     def copy(self, root: Path) -> Tree:
         shutil.copytree(self.root, root, symlinks=True)
@@ -443,7 +541,10 @@ class Tree:
         config = self.base_config()
         if row.edit:
             row.edit(config)
-        self.write_config(config)
+        if row.text is None:
+            self.write_config(config)
+        else:
+            self.config_path.write_text(row.text(config))
         options = None
         for path, edit in row.files.items():
             target = self.root / path
@@ -459,25 +560,29 @@ def measure(tree: Tree, row: Row, scratch: Path) -> tuple[Jobs, Jobs]:
     whose checkpoints write what they wrote before (else what is planned)."""
     copy = tree.copy(scratch)
     try:
+        cli = row.cli(copy.base_config()) if row.cli else ()
         options = copy.apply(row)
-        planned = copy.plan(options)
+        planned = copy.plan(options, cli)
         ran = planned
         if row.same_products and any(rule in planned for rule in CHECKPOINTS):
-            ran = ran_jobs(copy.snakemake("--touch", options=options))
+            ran = ran_jobs(copy.snakemake("--touch", *cli, options=options))
             ran = {rule: count for rule, count in ran.items() if rule not in TAIL}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return planned, ran
 
 
-def measure_all(tree: Tree, scratch: Path, workers: int = 2) -> dict[str, tuple[Jobs, Jobs]]:
-    """:func:`measure` of every row, ``workers`` at once (each is a Snakemake process)."""
+def measure_all(
+    tree: Tree, scratch: Path, workers: int = 2, rows: list[Row] | None = None
+) -> dict[str, tuple[Jobs, Jobs]]:
+    """:func:`measure` of every row (of :data:`ROWS` and :data:`SPELLINGS` unless
+    ``rows`` are given), ``workers`` at once (each is a Snakemake process)."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(workers) as pool:
         futures = {
             row.change: pool.submit(measure, tree, row, scratch / f"row{i}")
-            for i, row in enumerate(ROWS)
+            for i, row in enumerate(ROWS + SPELLINGS if rows is None else rows)
         }
         return {change: future.result() for change, future in futures.items()}
 
@@ -525,3 +630,5 @@ def markdown(rows: list[Row] | None = None) -> str:
 
 if __name__ == "__main__":
     print(markdown(), end="")
+    print("\nspellings:\n")
+    print(markdown(SPELLINGS), end="")

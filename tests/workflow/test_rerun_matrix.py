@@ -14,6 +14,7 @@ from tests.workflow.rerun_matrix import (
     ROOT,
     ROWS,
     SCALES,
+    SPELLINGS,
     Row,
     Tree,
     markdown,
@@ -47,6 +48,18 @@ def test_a_change_reruns_what_it_needs(
         assert ran == row.run[scale], f"{row.change}: ran {ran}"
 
 
+@pytest.mark.parametrize("scale", [EMBEDDED, PAPER])
+@pytest.mark.parametrize("row", SPELLINGS, ids=[row.change for row in SPELLINGS])
+def test_another_spelling_of_the_same_config_reruns_nothing(
+    measured: dict[str, dict[str, Any]], row: Row, scale: str
+) -> None:
+    """Key order, number spelling, YAML style, defaults written out and --config: the
+    same settings plan nothing, and a real change spelled otherwise plans what it
+    touches, at both scales."""
+    planned, _ = measured[scale][row.change]
+    assert planned == row.planned[scale], f"{row.change}: planned {planned}"
+
+
 def test_the_matrix_covers_every_stage() -> None:
     """At least 15 changes, and each stage's knobs among them."""
     assert len(ROWS) >= 15
@@ -65,3 +78,6 @@ def test_the_docs_show_the_matrix() -> None:
     assert START in page and END in page
     shown = page.split(START, 1)[1].split(END, 1)[0].strip()
     assert shown == markdown().strip(), "python -m tests.workflow.rerun_matrix"
+    start, end = "<!-- rerun-spellings:start -->", "<!-- rerun-spellings:end -->"
+    shown = page.split(start, 1)[1].split(end, 1)[0].strip()
+    assert shown == markdown(SPELLINGS).strip(), "python -m tests.workflow.rerun_matrix"
