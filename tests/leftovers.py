@@ -100,6 +100,31 @@ def _containers() -> set[str]:
         return set()
 
 
+def _descendants(root: int, now: dict[int, tuple[int, int, str]]) -> set[int]:
+    """``root`` and every live process it started, directly or not."""
+    found = {root}
+    changed = True
+    while changed:
+        changed = False
+        for pid, (_, parent, _) in now.items():
+            if parent in found and pid not in found:
+                found.add(pid)
+                changed = True
+    return found
+
+
+def _contained(pid: int, now: dict[int, tuple[int, int, str]]) -> bool:
+    """Whether ``pid`` runs under a container's monitor (a verifier's pytest in podman)."""
+    seen = set()
+    while pid in now and pid not in seen and pid > 1:
+        seen.add(pid)
+        _, parent, cmdline = now[pid]
+        if "conmon" in cmdline.split()[0]:
+            return True
+        pid = parent
+    return False
+
+
 @dataclass
 class Snapshot:
     session: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -112,14 +137,7 @@ class Snapshot:
         """Processes of ours started since the snapshot that are not this process or
         one of its descendants still at work (pytest's own children)."""
         now = _processes()
-        mine = {os.getpid()}
-        changed = True
-        while changed:  # the descendants of this process
-            changed = False
-            for pid, (_, parent, _) in now.items():
-                if parent in mine and pid not in mine:
-                    mine.add(pid)
-                    changed = True
+        mine = _descendants(os.getpid(), now)
         left = {}
         for pid, (start, _, cmdline) in now.items():
             if pid in mine or self.processes.get(pid, (None,))[0] == start:
@@ -145,17 +163,36 @@ class Snapshot:
             pid = parent
         return False
 
+    def other_session(self, now: dict[int, tuple[int, int, str]] | None = None) -> int | None:
+        """A live process of another test run on this machine (a pytest process that is
+        neither this one, nor started by it, nor inside a container; or a process
+        marked with another session), if there is one."""
+        now = _processes() if now is None else now
+        mine = _descendants(os.getpid(), now)
+        for pid, (_, _, cmdline) in now.items():
+            if pid in mine:
+                continue
+            other = _marker(pid)
+            if other is not None and other != self.session:
+                return pid
+            if any("pytest" in word for word in cmdline.split()[:3]) and not _contained(pid, now):
+                return pid
+        return None
+
     def leftovers(self) -> dict[str, list[str]]:
-        """What of ours appeared since the snapshot and is still there, by kind."""
+        """What of ours appeared since the snapshot and is still there, by kind. While
+        another test run is at work, a new mount, cgroup or container may be its own:
+        then only processes (which carry their run's marker or ancestry) are counted."""
         deadline = time.monotonic() + SETTLE_SEC
         while (processes := self.new_processes()) and time.monotonic() < deadline:
             time.sleep(0.2)
-        found = {
-            "processes": [f"{pid} {cmd[:200]}" for pid, cmd in sorted(processes.items())],
-            "mounts": sorted(_mounts() - self.mounts),
-            "cgroups": sorted(str(p) for p in _cgroups() - self.cgroups),
-            "containers": sorted(_containers() - self.containers),
-        }
+        found = {"processes": [f"{pid} {cmd[:200]}" for pid, cmd in sorted(processes.items())]}
+        if self.other_session() is None:
+            found |= {
+                "mounts": sorted(_mounts() - self.mounts),
+                "cgroups": sorted(str(p) for p in _cgroups() - self.cgroups),
+                "containers": sorted(_containers() - self.containers),
+            }
         return {kind: items for kind, items in found.items() if items}
 
     def remove(self, found: dict[str, list[str]]) -> None:
