@@ -7,10 +7,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+CHATTY = ("httpx", "httpcore", "openai", "urllib3")
+"""Libraries that log a line per request at INFO: on the console only their warnings
+show (the workflow's output is progress and results); the job's log file keeps all."""
+
+
+def _not_chatty(record: logging.LogRecord) -> bool:
+    if record.levelno >= logging.WARNING:
+        return True
+    return not any(record.name == name or record.name.startswith(f"{name}.") for name in CHATTY)
+
 
 def setup_logging(log_file: str | Path | None = None, level: int = logging.INFO) -> logging.Logger:
-    """Log to stderr and, when given, to ``log_file`` (Snakemake's ``log:``)."""
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    """Log to stderr and, when given, to ``log_file`` (Snakemake's ``log:``); the
+    per-request lines of HTTP clients (:data:`CHATTY`) go to the file only."""
+    console = logging.StreamHandler(sys.stderr)
+    console.addFilter(_not_chatty)
+    handlers: list[logging.Handler] = [console]
     if log_file is not None:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
