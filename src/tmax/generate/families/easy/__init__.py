@@ -15,6 +15,10 @@ short and moderate, two for complex and intricate). What the tier cannot honour
 recorded as realised differently, like any family's. The reference solution is one
 shell command per step; the tests compare each deliverable with the answer computed
 here, so a no-op scores 0 and the oracle 1.
+
+The task's files are the templates beside this module (``instruction.md``,
+``solution/solve.sh``, ``tests/test_task.py``; tmax.generate.templates): the module draws
+the steps, the templates say how a task writes them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import ClassVar
 
 from tmax.generate.audit import Rule, Units
 from tmax.generate.family import Draft, Family, RenderContext
+from tmax.generate.templates import templates
 
 VOCABULARY: dict[str, tuple[str, ...]] = {
     # domain: the words its input file holds
@@ -191,25 +196,6 @@ OPERATIONS: tuple[Callable[[Inputs], Step], ...] = tuple(
 )
 """Every operation of the tier, each once."""
 
-TESTS = '''"""Each deliverable must hold exactly what was asked for."""
-
-from pathlib import Path
-
-import pytest
-
-EXPECTED = {expected!r}
-
-
-@pytest.mark.parametrize("path", sorted(EXPECTED))
-def test_deliverable(path):
-    target = Path(path)
-    if EXPECTED[path] is None:
-        assert target.is_dir(), f"{{path}} is not a folder"
-    else:
-        assert target.is_file(), f"{{path}} is missing"
-        assert target.read_text() == EXPECTED[path]
-'''
-
 _TARGET = r"`(?P<path>/app/\w+\.txt)`"
 _SOURCE = r"`/app/input\.txt`"
 _LINES = r"(?:\w+ \d+\\n)"
@@ -282,10 +268,12 @@ class EasyFamily(Family):
                 step = write_word(Inputs(rng, stem, lines, words, output))
             steps.append(step)
         uses_input = any(f" /app/{stem}.txt" in s.command for s in steps)
+        files = templates(__name__)
+        expected = {s.path: s.expected for s in steps}
         return Draft(
-            instruction=" ".join(s.sentence for s in steps),
-            solution="\n".join(s.command for s in steps),
-            tests={"test_task.py": TESTS.format(expected={s.path: s.expected for s in steps})},
+            instruction=files.render("instruction.md", steps=steps),
+            solution=files.render("solution/solve.sh", steps=steps),
+            tests={"test_task.py": files.render("tests/test_task.py", expected=expected)},
             files={f"{stem}.txt": _lines(lines)} if uses_input else {},
             agent_timeout_sec=120.0,
             verifier_timeout_sec=60.0,

@@ -1,0 +1,3 @@
+{% for step in steps -%}
+{{ step.command }}
+{% endfor -%}
