@@ -27,13 +27,15 @@ def _digest(paths: Iterable[Path]) -> str:
 
 
 def generator_fingerprint() -> str:
-    """The procedural generator's code, the personas it fits to its families, the audit
-    that decides which sampled skills a task realised (``tmax.json``), the task format
-    it writes and the image definitions its Dockerfiles name."""
+    """The procedural generator's code and its families' templates, the personas it fits
+    to its families, the audit that decides which sampled skills a task realised
+    (``tmax.json``), the task format it writes and the image definitions its
+    Dockerfiles name."""
     sources = [_PACKAGE / "procedural.py", _PACKAGE / "family.py", _PACKAGE / "personas.py"]
-    sources += [_PACKAGE / "audit.py"]
-    sources += sorted((_PACKAGE / "families").rglob("*.py"))
-    sources += [_PACKAGE / "families" / "personas.yaml"]
+    sources += [_PACKAGE / "audit.py", _PACKAGE / "templates.py"]
+    # every file of every family folder: modules, templates, personas.yaml
+    sources += sorted(path for path in (_PACKAGE / "families").rglob("*")
+                      if path.is_file() and "__pycache__" not in path.parts)  # fmt: skip
     sources += [_ROOT / "tasks" / "format.py"]
     sources += sorted(definitions_dir().rglob("Dockerfile"))
     return _digest(sources)
