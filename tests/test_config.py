@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,40 @@ def test_a_number_is_read_as_the_schema_says_and_only_there(raw_config: dict) ->
     assert problems(raw_config) == [
         "'rl.learning_rate' = \"fast\" has the wrong type; expected number"
     ]
+
+
+ONLY_VALIDATED = {"rl.kl_beta": "0 is its only value (the learner has no KL term)"}
+"""Schema keys no code reads, each with the reason the schema still names it."""
+
+
+def _leaf(key: str) -> str:
+    return key.rsplit(".", 1)[-1].removesuffix("[]")
+
+
+def test_every_setting_the_schema_names_is_read_somewhere(root: Path) -> None:
+    """A key the schema accepts and nothing reads would be a setting that silently does
+    nothing: its name must appear in the code (as a string key or an attribute)."""
+    schema = yaml.safe_load((root / "src/tmax/schemas/config.schema.yaml").read_text())
+    keys: set[str] = set()
+
+    def walk(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, child in (node.get("properties") or {}).items():
+            keys.add(f"{path}.{key}".lstrip("."))
+            walk(child, f"{path}.{key}")
+        for nested in ("items", "additionalProperties"):
+            walk(node.get(nested), f"{path}[]")
+        for option in [*node.get("anyOf", ()), *node.get("oneOf", ())]:
+            walk(option, path)
+
+    walk(schema, "")
+    sources = [*(root / "src").rglob("*.py"), *(root / "rules").glob("*.smk"),
+               root / "Snakefile", *(root / "scripts").glob("*.py")]  # fmt: skip
+    code = "\n".join(path.read_text(errors="replace") for path in sources)
+    unread = sorted(
+        key for key in keys - set(ONLY_VALIDATED)
+        if not re.search(rf"[\"']{re.escape(_leaf(key))}[\"']|\.{re.escape(_leaf(key))}\b", code)
+    )  # fmt: skip
+    assert len(keys) > 150 and unread == []
+    assert set(ONLY_VALIDATED) <= keys
