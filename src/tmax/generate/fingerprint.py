@@ -27,12 +27,12 @@ def _digest(paths: Iterable[Path]) -> str:
 
 
 def generator_fingerprint() -> str:
-    """The procedural generator's code and its families' templates, the personas it fits
-    to its families, the audit that decides which sampled skills a task realised
-    (``tmax.json``), the task format it writes and the image definitions its
-    Dockerfiles name."""
+    """The procedural generator's code (its families, their builders and templates),
+    the personas it fits to its families, the audit that decides which sampled skills a
+    task realised (``tmax.json``), the task format it writes and the image definitions
+    its Dockerfiles name."""
     sources = [_PACKAGE / "procedural.py", _PACKAGE / "family.py", _PACKAGE / "personas.py"]
-    sources += [_PACKAGE / "audit.py", _PACKAGE / "templates.py"]
+    sources += [_PACKAGE / "audit.py", _PACKAGE / "builders.py", _PACKAGE / "templates.py"]
     # every file of every family folder: modules, templates, personas.yaml
     sources += sorted(path for path in (_PACKAGE / "families").rglob("*")
                       if path.is_file() and "__pycache__" not in path.parts)  # fmt: skip

@@ -6,13 +6,16 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import LANGUAGE_NAMES, bullets, csv_text, program_path
-from tmax.generate.families.scientific_computing import (
-    code_language,
+from tmax.generate.builders import (
+    LANGUAGE_NAMES,
+    bullets,
+    csv_text,
     heredoc,
+    language_or_bash,
     manifest_line,
-    start_service,
-    test_file,
+    manifest_test_file,
+    program_path,
+    start_detached_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -391,7 +394,7 @@ class CustomerTotals(Family):
             name = f"exports/payments_2024_{f + 3:02d}.csv"
             files[name] = csv_text(["txn_id", "date", "customer", "amount", "status"], rows)
             inputs.append("/app/" + name)
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/totals")
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         port = 8000 + rng.randint(100, 899)
@@ -495,12 +498,14 @@ class CustomerTotals(Family):
             )
             lines.append(heredoc("/app/totals_service.py", server))
             lines.append(
-                start_service("python3 /app/totals_service.py", port, "/app/totals_service.log")
+                start_detached_service(
+                    "python3 /app/totals_service.py", port, "/app/totals_service.log"
+                )
             )
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _TOTALS_ORACLE + _TOTALS_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _TOTALS_ORACLE + _TOTALS_TESTS)},
             files=files,
             keep_agent_processes=ctx.needs_service,
         )
@@ -775,7 +780,7 @@ class SignupValidator(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/signup_filter")
         code = ctx.needs_code or ctx.verifier_kind == "adversarial_corpus"
         prefix, cap = ctx.pick(_SIGNUP_PREFIXES), rng.choice(_SIGNUP_CAPS)
@@ -898,7 +903,9 @@ class SignupValidator(Family):
             instruction=body,
             solution="\n".join(lines),
             tests={
-                "test_task.py": test_file(cfg, "", _fill(_SIGNUP_ORACLE + _SIGNUP_TESTS, settings))
+                "test_task.py": manifest_test_file(
+                    cfg, "", _fill(_SIGNUP_ORACLE + _SIGNUP_TESTS, settings)
+                )
             },
             files=files,
         )
@@ -1145,7 +1152,7 @@ class HourlyRollup(Family):
             name = f"{folder}/{stem}{f + 1}.csv"
             files[name] = "\n".join(lines) + "\n"
             inputs.append("/app/" + name)
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/rollup")
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         cfg = {
@@ -1222,7 +1229,7 @@ class HourlyRollup(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _ROLLUP_ORACLE + _ROLLUP_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _ROLLUP_ORACLE + _ROLLUP_TESTS)},
             files=files,
         )
 
@@ -1561,7 +1568,7 @@ class NameMatching(Family):
             files[src[len("/app/") :]] = "\n".join(names) + "\n"
             pairs.append([src, f"{outdir}/{out_stem}_q{f + 1}.tsv"])
             truth[src] = want
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, ctx.pick(_MATCH_PROGRAMS))
         code = ctx.needs_code
         threshold = ctx.pick(_MATCH_BARS[level])
@@ -1663,6 +1670,6 @@ class NameMatching(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _MATCH_ORACLE + _MATCH_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _MATCH_ORACLE + _MATCH_TESTS)},
             files=files,
         )

@@ -7,191 +7,19 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import (
-    LANGUAGE_NAMES,
+from tmax.generate.builders import (
+    PROGRAM_SERVER_PY,
     bullets,
+    code_note,
     csv_text,
+    invoke,
+    minimal_test_file,
     numbered,
     program_path,
+    program_setup,
+    wait_port,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
-
-# --- shared helpers ----------------------------------------------------------------------
-
-_TEST_HEAD = '''import json
-import os
-import random
-import shlex
-import socket
-import subprocess
-import tempfile
-import time
-
-CFG_JSON = __CFG__
-CFG = json.loads(CFG_JSON)
-
-
-def run_program(args, stdin=None):
-    """Build (for C) and run the agent's program; return the completed process."""
-    lang, src = CFG["language"], CFG["program"]
-    assert os.path.exists(src), f"program {src} is missing"
-    if lang == "c":
-        binary = "/tmp/agent_prog_bin"
-        if not os.path.exists(binary):
-            build = subprocess.run(
-                ["gcc", "-O2", "-std=c11", "-o", binary, src, "-lm"],
-                capture_output=True, text=True,
-            )
-            assert build.returncode == 0, "gcc failed: " + build.stderr[-2000:]
-        cmd = [binary]
-    else:
-        cmd = ["python3" if lang == "python" else "bash", src]
-    return subprocess.run(
-        cmd + [str(a) for a in args], input=stdin, capture_output=True, text=True, timeout=60
-    )
-
-
-def read(path):
-    assert os.path.exists(path), f"{path} was not written"
-    with open(path) as handle:
-        return handle.read()
-'''
-
-_SERVICE_TEST = """
-
-def connect(port, tries=50):
-    for _ in range(tries):
-        try:
-            return socket.create_connection(("127.0.0.1", port), timeout=5)
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing is listening on 127.0.0.1:{port}")
-
-
-def line_queries(port, queries):
-    sock = connect(port)
-    stream = sock.makefile("rw")
-    answers = []
-    for query in queries:
-        stream.write(query + "\\n")
-        stream.flush()
-        answers.append(stream.readline().strip())
-    sock.close()
-    return answers
-
-
-def http_get(port, path):
-    sock = connect(port)
-    sock.sendall(f"GET {path} HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n".encode())
-    data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    sock.close()
-    head, _, body = data.partition(b"\\r\\n\\r\\n")
-    status = head.split(b"\\r\\n")[0].decode(errors="replace")
-    return status, body.decode(errors="replace")
-"""
-
-
-def _tests(params: dict, body: str, service: bool = False) -> str:
-    head = _TEST_HEAD.replace("__CFG__", repr(json.dumps(params, sort_keys=True)))
-    return head + (_SERVICE_TEST if service else "") + body
-
-
-_SERVER_PY = """import http.server
-import json
-import socketserver
-import subprocess
-import threading
-import urllib.parse
-
-PROGRAM = __PROGRAM__
-LINE_PORT = __LINE_PORT__
-HTTP_PORT = __HTTP_PORT__
-PREFIX = __PREFIX__
-
-
-def answer(query):
-    done = subprocess.run(PROGRAM, input=PREFIX + query + "\\n", capture_output=True, text=True)
-    return done.stdout.strip()
-
-
-class LineHandler(socketserver.StreamRequestHandler):
-    def handle(self):
-        for raw in self.rfile:
-            query = raw.decode().strip()
-            if query:
-                self.wfile.write((answer(query) + "\\n").encode())
-                self.wfile.flush()
-
-
-class HttpHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        parts = [urllib.parse.unquote(p) for p in self.path.strip("/").split("/")]
-        if len(parts) != 2 or not parts[1]:
-            self.send_error(404)
-            return
-        query = parts[0].upper() + " " + parts[1]
-        body = json.dumps({"query": query, "answer": answer(query)}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-class Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-
-servers = [Server(("127.0.0.1", LINE_PORT), LineHandler)]
-if HTTP_PORT:
-    servers.append(Server(("127.0.0.1", HTTP_PORT), HttpHandler))
-for server in servers[1:]:
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-servers[0].serve_forever()
-"""
-
-
-def _wait_port(port: int) -> str:
-    return (
-        f"for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break;"
-        " sleep 0.1; done"
-    )
-
-
-def _program_setup(language: str, source: str, body: str, binary: str) -> list[str]:
-    """Solution lines that write ``body`` to ``source`` (and build it for C)."""
-    lines = [f"cat > {source} <<'PROGRAM_EOF'", body.rstrip("\n"), "PROGRAM_EOF"]
-    if language == "c":
-        lines.append(f"gcc -O2 -std=c11 -o {binary} {source} -lm")
-    elif language == "bash":
-        lines.append(f"chmod +x {source}")
-    return lines
-
-
-def _invoke(language: str, source: str, binary: str) -> str:
-    return {"python": f"python3 {source}", "bash": f"bash {source}", "c": binary}[language]
-
-
-def _code_note(ctx: RenderContext, path: str, usage: str) -> str:
-    lang = LANGUAGE_NAMES[ctx.language]
-    build = ""
-    if ctx.language == "c":
-        build = f" I will build it with `gcc -O2 -std=c11 -o prog {path} -lm`."
-    return (
-        f"Write this as a reusable {lang} program at `{path}`: {usage}{build} "
-        "I will run it on other inputs of the same shape, so it must not hard-code "
-        "anything about the files you see here."
-    )
-
 
 # --- family 1: sales report over a sqlite database -------------------------------------
 
@@ -577,7 +405,7 @@ class SalesReport(Family):
         )
         program = program_path(ctx.language, "/app/" + rng.choice(_SHOP_PROGRAMS))
         if ctx.needs_code:
-            text += "\n\n" + _code_note(
+            text += "\n\n" + code_note(
                 ctx,
                 program,
                 "`<database> <output_dir>` writes the same report files into `<output_dir>` "
@@ -611,8 +439,8 @@ class SalesReport(Family):
                 )
             else:
                 body = sh_body
-            lines += _program_setup(ctx.language, program, body, "")
-            lines.append(f"{_invoke(ctx.language, program, '')} {db} {out}")
+            lines += program_setup(ctx.language, program, body)
+            lines.append(f"{invoke(ctx.language, program)} {db} {out}")
         else:
             lines += [
                 f'sqlite3 -header -separator , {db} "{queries["region_revenue.csv"]}"'
@@ -646,7 +474,7 @@ class SalesReport(Family):
         ]
         if level >= 4:
             lines += [f"cat {out}/summary.json", f"wc -l {out}/*.csv"]
-        tests = _tests(
+        tests = minimal_test_file(
             {
                 "level": level,
                 "min_orders": min_orders,
@@ -1212,7 +1040,7 @@ class GraphQueries(Family):
         if level >= 4:
             modes.append("`<edges.csv> path <from> <to>` prints the path line")
         if code:
-            text += "\n\n" + _code_note(
+            text += "\n\n" + code_note(
                 ctx,
                 program,
                 "it takes the edge file and a query and prints to stdout exactly the content "
@@ -1224,10 +1052,10 @@ class GraphQueries(Family):
         binary = "/app/graphq"
         if code:
             body = {"python": _GRAPH_PY, "bash": _GRAPH_SH, "c": _GRAPH_C}[ctx.language]
-            lines = _program_setup(ctx.language, program, body, binary)
-            run = _invoke(ctx.language, program, binary)
+            lines = program_setup(ctx.language, program, body, binary)
+            run = invoke(ctx.language, program, binary)
         else:
-            lines = _program_setup("bash", "/tmp/graphq.sh", _GRAPH_SH, "")
+            lines = program_setup("bash", "/tmp/graphq.sh", _GRAPH_SH)
             run = "bash /tmp/graphq.sh"
         lines = ["head -n 5 /app/graph/edges.csv", "mkdir -p /app/out", *lines]
         if level >= 3:
@@ -1264,7 +1092,10 @@ class GraphQueries(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _GRAPH_TESTS), "edges.csv": edges_text},
+            tests={
+                "test_task.py": minimal_test_file(params, _GRAPH_TESTS),
+                "edges.csv": edges_text,
+            },
             files={"graph/edges.csv": edges_text},
         )
 
@@ -1618,7 +1449,7 @@ class StockLookup(Family):
         )
         program = program_path(ctx.language, "/app/lookup")
         if code:
-            text += "\n\n" + _code_note(
+            text += "\n\n" + code_note(
                 ctx,
                 program,
                 "it takes the data folder as its only argument, reads queries from stdin (one "
@@ -1645,15 +1476,15 @@ class StockLookup(Family):
         source = program if code else program_path(lang, "/tmp/lookup")
         body = _LOOKUP_PY if lang == "python" else _LOOKUP_SH
         lines = ["head -n 4 /app/data/*.csv", "cat /app/queries.txt"][: 1 + (level > 1)]
-        lines += _program_setup(lang, source, body, "")
-        run = _invoke(lang, source, "")
+        lines += program_setup(lang, source, body)
+        run = invoke(lang, source)
         lines.append(f"{run} /app/data < /app/queries.txt > /app/answers.txt")
         if level >= 3:
             lines += ["paste -d'|' /app/queries.txt /app/answers.txt", "wc -l /app/answers.txt"]
         if service:
             cmd = ["python3" if lang == "python" else "bash", source, "/app/data"]
             server = (
-                _SERVER_PY.replace("__PROGRAM__", repr(cmd))
+                PROGRAM_SERVER_PY.replace("__PROGRAM__", repr(cmd))
                 .replace("__LINE_PORT__", str(line_port))
                 .replace("__HTTP_PORT__", str(http_port))
                 .replace("__PREFIX__", '""')
@@ -1663,10 +1494,10 @@ class StockLookup(Family):
                 server.rstrip("\n"),
                 "SERVER_EOF",
                 "nohup python3 /app/server.py > /app/server.log 2>&1 &",
-                _wait_port(line_port),
+                wait_port(line_port),
             ]
             if http:
-                lines.append(_wait_port(http_port))
+                lines.append(wait_port(http_port))
             lines.append(f"head -n 1 /app/queries.txt > /dev/tcp/127.0.0.1/{line_port}")
         if level >= 4:
             lines += [
@@ -1687,7 +1518,9 @@ class StockLookup(Family):
             "line_port": line_port,
             "http_port": http_port,
         }
-        tests = {"test_task.py": _tests(params, _STOCK_GEN + _LOOKUP_TESTS, service=True)}
+        tests = {
+            "test_task.py": minimal_test_file(params, _STOCK_GEN + _LOOKUP_TESTS, service=True)
+        }
         tests.update(files)
         tests["queries.txt"] = "\n".join(queries) + "\n"
         app = {f"data/{name}": text_ for name, text_ in files.items()}
@@ -2048,7 +1881,7 @@ class EventFunnel(Family):
             )
         program = program_path(ctx.language, "/app/" + rng.choice(_EVENTS_PROGRAMS))
         if code:
-            text += "\n\n" + _code_note(
+            text += "\n\n" + code_note(
                 ctx,
                 program,
                 f"called with a data folder (laid out like `{data}`) and a report name ("
@@ -2066,8 +1899,8 @@ class EventFunnel(Family):
                 f"wc -l {data}/events.jsonl",
                 f"jq -r .id {data}/events.jsonl | sort | uniq -d | head",
             ]
-        lines += _program_setup(lang, source, body, "")
-        run = _invoke(lang, source, "")
+        lines += program_setup(lang, source, body)
+        run = invoke(lang, source)
         lines += [f"{run} {data} {r} > {out}/{r}.csv" for r in reports]
         if level >= 4:
             lines += [
@@ -2086,7 +1919,7 @@ class EventFunnel(Family):
             "top_n": top_n,
             "cases": (8 if fuzz else 3) + level,
         }
-        tests = {"test_task.py": _tests(params, _EVENTS_GEN + _EVENTS_TESTS)}
+        tests = {"test_task.py": minimal_test_file(params, _EVENTS_GEN + _EVENTS_TESTS)}
         tests.update(files)
         return Draft(
             instruction=text,

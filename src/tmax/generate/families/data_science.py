@@ -6,20 +6,18 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import (
+from tmax.generate.builders import (
     PNG_READER,
+    PROGRAM_SERVER_PY,
     bullets,
+    code_note,
+    invoke,
+    minimal_test_file,
     numbered,
     png_bytes,
     program_path,
-)
-from tmax.generate.families.data_querying import (
-    _SERVER_PY,
-    _code_note,
-    _invoke,
-    _program_setup,
-    _tests,
-    _wait_port,
+    program_setup,
+    wait_port,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -369,7 +367,7 @@ class Classifier(Family):
         text += "\n\nOnly the Python standard library and numpy are installed."
         program = program_path(ctx.language, "/app/classify")
         if code:
-            text += "\n\n" + _code_note(
+            text += "\n\n" + code_note(
                 ctx,
                 program,
                 "`<train.csv> <test.csv>` trains on the first file and prints one predicted "
@@ -394,8 +392,8 @@ class Classifier(Family):
         if level >= 3:
             lines += ["grep -c ',,' /app/data/train.csv || true", "wc -l /app/data/*.csv"]
         lines.append("mkdir -p /app/out")
-        lines += _program_setup(lang, source, body, binary)
-        run = _invoke(lang, source, binary)
+        lines += program_setup(lang, source, body, binary)
+        run = invoke(lang, source, binary)
         lines.append(f"{run} /app/data/train.csv /app/data/test.csv > /app/out/predictions.txt")
         if level >= 2:
             lines += [
@@ -414,7 +412,7 @@ class Classifier(Family):
             cmd = [*run.split(), "/app/data/train.csv", "/dev/stdin"]
             header = ",".join(f"f{i + 1}" for i in range(d_all)) + "\n"
             server = (
-                _SERVER_PY.replace("__PROGRAM__", repr(cmd))
+                PROGRAM_SERVER_PY.replace("__PROGRAM__", repr(cmd))
                 .replace("__LINE_PORT__", str(port))
                 .replace("__HTTP_PORT__", "0")
                 .replace("__PREFIX__", repr(header))
@@ -424,7 +422,7 @@ class Classifier(Family):
                 server.rstrip("\n"),
                 "SERVER_EOF",
                 "nohup python3 /app/server.py > /app/server.log 2>&1 &",
-                _wait_port(port),
+                wait_port(port),
             ]
         params = {
             "level": level,
@@ -440,7 +438,7 @@ class Classifier(Family):
             "centers": centers,
             "port": port,
         }
-        tests = _tests(params, _BLOBS_GEN + _CLS_TESTS, service=True)
+        tests = minimal_test_file(params, _BLOBS_GEN + _CLS_TESTS, service=True)
         return Draft(
             instruction=text,
             solution="\n".join(lines),
@@ -920,7 +918,7 @@ class EvalMetrics(Family):
             "`<file> auc <positive_label>`",
         ][:level]
         if code:
-            text += "\n\n" + _code_note(
+            text += "\n\n" + code_note(
                 ctx,
                 program,
                 "given a predictions file and a report name it prints exactly the content of "
@@ -934,8 +932,8 @@ class EvalMetrics(Family):
         lines = [f"head -n 5 {source}", f"mkdir -p {out}"]
         if level >= 3:
             lines.insert(1, f"cut -d, -f2 {source} | sort | uniq -c")
-        lines += _program_setup(lang, tool, body, "/app/metrics")
-        run = _invoke(lang, tool, "/app/metrics")
+        lines += program_setup(lang, tool, body, "/app/metrics")
+        run = invoke(lang, tool, "/app/metrics")
         names = {
             "confusion": "confusion.csv",
             "per_class": "per_class.csv",
@@ -967,7 +965,10 @@ class EvalMetrics(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _METRICS_TESTS), "predictions.csv": data},
+            tests={
+                "test_task.py": minimal_test_file(params, _METRICS_TESTS),
+                "predictions.csv": data,
+            },
             files={source.removeprefix("/app/"): data},
         )
 
@@ -1342,13 +1343,13 @@ class SlideStats(Family):
                 usage += ", one per line: " + ", ".join(stats_fmt)
             if level >= 3:
                 usage += "; `<png> blobs <limit>` prints the blobs table"
-            text += "\n\n" + _code_note(ctx, program, usage + ".")
+            text += "\n\n" + code_note(ctx, program, usage + ".")
         lang = ctx.language if code else "bash"
         source = program if code else "/tmp/imgstat.sh"
         body = _IMG_PY if lang == "python" else _IMG_SH
         lines = ["file /app/images/*.png", "mkdir -p /app/out"]
-        lines += _program_setup(lang, source, body, "")
-        run = _invoke(lang, source, "")
+        lines += program_setup(lang, source, body)
+        run = invoke(lang, source)
         if level < 4:
             keep = "" if full else " | head -n 3"
             lines.append(f"{run} /app/images/slide.png stats {limit}{keep} > /app/out/stats.txt")
@@ -1383,7 +1384,7 @@ class SlideStats(Family):
             "stems": stems,
             "full": full,
         }
-        tests = {"test_task.py": _tests(params, _SLIDE_GEN + _IMG_TESTS)}
+        tests = {"test_task.py": minimal_test_file(params, _SLIDE_GEN + _IMG_TESTS)}
         tests.update({f"{s}.png": data for s, data in images.items()})
         return Draft(
             instruction=text,
@@ -1773,7 +1774,7 @@ class FeaturePrep(Family):
                 )
                 + "."
             )
-            text += "\n\n" + _code_note(ctx, program, usage)
+            text += "\n\n" + code_note(ctx, program, usage)
         lang = ctx.language if code else "bash"
         source = program if code else "/tmp/prep.sh"
         body = (_PREP_PY if lang == "python" else _PREP_SH).replace("__LEVEL__", str(level))
@@ -1783,8 +1784,8 @@ class FeaturePrep(Family):
                 f"awk -F, 'NR > 1 && $NF == \"\"' {train_path} | wc -l",
                 f"cut -d, -f1 --complement {train_path} | tail -n +2 | grep -c ',,' || true",
             ]
-        lines += _program_setup(lang, source, body, "")
-        run = _invoke(lang, source, "")
+        lines += program_setup(lang, source, body)
+        run = invoke(lang, source)
         for report, path in outputs.items():
             extra = f" {holdout_path}" if report in ("apply", "drift") else ""
             lines.append(f"{run} {report} {train_path}{extra} > {path}")
@@ -1805,7 +1806,7 @@ class FeaturePrep(Family):
             "tolerance": 0.00011 if exact else 0.01,
             "cases": 3 + level,
         }
-        tests = {"test_task.py": _tests(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
+        tests = {"test_task.py": minimal_test_file(params, _PREP_GEN + _PREP_CORE + _PREP_TESTS)}
         tests.update(tests_files)
         return Draft(
             instruction=text,

@@ -7,13 +7,16 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import LANGUAGE_NAMES, bullets, numbered, program_path
-from tmax.generate.families.data_querying import (
-    _SERVER_PY,
-    _invoke,
-    _program_setup,
-    _tests,
-    _wait_port,
+from tmax.generate.builders import (
+    LANGUAGE_NAMES,
+    PROGRAM_SERVER_PY,
+    bullets,
+    invoke,
+    minimal_test_file,
+    numbered,
+    program_path,
+    program_setup,
+    wait_port,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -292,7 +295,7 @@ class FixRanking(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _RANK_TESTS), "scores.csv": scores},
+            tests={"test_task.py": minimal_test_file(params, _RANK_TESTS), "scores.csv": scores},
             files={
                 program[len("/app/") :]: "\n".join(buggy) + "\n",
                 data[len("/app/") :]: scores,
@@ -674,8 +677,8 @@ class CrashTriage(Family):
                 f'{binary} < {inputs}/{first[1]} || echo "rc=$?"',
                 f"strings {binary} | head -n 20 || true",
             ]
-        lines += _program_setup(lang, src, body, "")
-        run = _invoke(lang, src, "")
+        lines += program_setup(lang, src, body)
+        run = invoke(lang, src)
         lines.append(f"{run} {inputs} > {out}/status.csv")
         if level >= 3:
             lines.append(f"{run} {inputs} first > {out}/first_bad.csv")
@@ -710,7 +713,7 @@ class CrashTriage(Family):
             instruction=text,
             solution="\n".join(lines),
             tests={
-                "test_task.py": _tests(params, _PROBE_TESTS),
+                "test_task.py": minimal_test_file(params, _PROBE_TESTS),
                 "inputs.json": json.dumps(files),
             },
             files=app,
@@ -949,8 +952,8 @@ class FixValidator(Family):
             "__LEVEL__", str(level)
         )
         lines = ["cat /app/legacy_validate.py", "head /app/data/rejected_by_import.txt"][:level]
-        lines += _program_setup(ctx.language, program, body, "")
-        run = _invoke(ctx.language, program, "")
+        lines += program_setup(ctx.language, program, body)
+        run = invoke(ctx.language, program)
         lines.append(f"{run} < /app/data/rejected_by_import.txt || true")
         if level >= 3:
             lines += [
@@ -968,7 +971,7 @@ class FixValidator(Family):
             ]
         if service:
             server = (
-                _SERVER_PY.replace("__PROGRAM__", repr(run.split()))
+                PROGRAM_SERVER_PY.replace("__PROGRAM__", repr(run.split()))
                 .replace("__LINE_PORT__", str(port))
                 .replace("__HTTP_PORT__", "0")
                 .replace("__PREFIX__", '""')
@@ -978,7 +981,7 @@ class FixValidator(Family):
                 server.rstrip("\n"),
                 "SERVER_EOF",
                 "nohup python3 /app/server.py > /app/server.log 2>&1 &",
-                _wait_port(port),
+                wait_port(port),
             ]
         rejected = [
             "zed:0777:zed@example.com:/bin/bash",
@@ -999,7 +1002,7 @@ class FixValidator(Family):
         return Draft(
             instruction=text,
             solution="\n".join(lines),
-            tests={"test_task.py": _tests(params, _VALID_TESTS, service=True)},
+            tests={"test_task.py": minimal_test_file(params, _VALID_TESTS, service=True)},
             files={
                 "legacy_validate.py": _LEGACY_PY,
                 "data/rejected_by_import.txt": "\n".join(rejected) + "\n",
@@ -1343,7 +1346,7 @@ class BisectRegression(Family):
             "data": data,
             "cases": 6 * level if ctx.verifier_kind == "adversarial_corpus" else 2 * level,
         }
-        tests = {"test_task.py": _tests(params, _TALLY_TESTS)}
+        tests = {"test_task.py": minimal_test_file(params, _TALLY_TESTS)}
         tests.update(fixtures)
         return Draft(
             instruction=text,

@@ -3,8 +3,8 @@
 Families here work on trees, records and archives: finding and cleaning up duplicate
 files, parsing fixed-width exports, screening uploaded archives, and repairing legacy text
 encodings. Reference code is written once as plain functions and pasted into tests and
-Python reference programs; the shared task plumbing (test prelude, service frame, solution
-helpers) lives in the security module and is reused here.
+Python reference programs; the task plumbing (test head, service frame, solution lines)
+comes from :mod:`tmax.generate.builders`.
 """
 
 from __future__ import annotations
@@ -14,20 +14,23 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import bullets, numbered, program_path, settings_lines
-from tmax.generate.families.security import (
-    _SERVER_FRAME,
-    _build_step,
-    _code_language,
-    _heredoc,
-    _invoke,
-    _ports,
-    _program_sentence,
-    _program_step,
-    _sha,
-    _sources,
-    _start_service,
-    _test_head,
+from tmax.generate.builders import (
+    ANSWER_SERVER_FRAME,
+    asked_program_language,
+    build_step,
+    bullets,
+    fixture_test_head,
+    function_sources,
+    heredoc,
+    invoke,
+    numbered,
+    program_path,
+    program_sentence,
+    program_step,
+    service_ports,
+    settings_lines,
+    sha256_hex,
+    start_python_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -120,7 +123,7 @@ LEVEL = @LEVEL@
 DD_EXCLUDED = (".cache", "@eaDir")
 
 """
-    + _sources(dd_considered, dd_groups, dd_text, dd_scan)
+    + function_sources(dd_considered, dd_groups, dd_text, dd_scan)
     + """
 
 
@@ -194,11 +197,11 @@ class DuplicateFiles(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         serve = ctx.needs_service
         tree, links = dd_tree(rng, level, {1: 14, 2: 24, 3: 36, 4: 50}[level])
         files: dict[str, str | bytes] = {f"photos/{p}": d for p, d in tree.items()}
-        manifest = {p: _sha(d) for p, d in tree.items()}
+        manifest = {p: sha256_hex(d) for p, d in tree.items()}
         steps_docker = []
         if links:
             cmds = [
@@ -257,9 +260,9 @@ class DuplicateFiles(Family):
             body.append(
                 "I have more folders like this, so I also need a program that takes a directory "
                 "and prints its duplicates.txt (same rules and format) to standard output. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
             )
-        port = _ports(ctx)[0]
+        port = service_ports(ctx)[0]
         if serve:
             verbs = [
                 "`GROUP PATH` → how many files share PATH's content, PATH included (1 when it "
@@ -283,10 +286,10 @@ class DuplicateFiles(Family):
             steps.append("find /app/photos -type l -exec ls -l {} +")
         if language:
             source = {"python": _DD_PY, "bash": _DD_SH}[language]
-            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
-            tool = _invoke(language, program)
+            steps.append(program_step(language, program, source.replace("@LEVEL@", str(level))))
+            tool = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/dupes.sh", _DD_SH.replace("@LEVEL@", str(level))))
+            steps.append(heredoc("/tmp/dupes.sh", _DD_SH.replace("@LEVEL@", str(level))))
             tool = "bash /tmp/dupes.sh"
         steps.append(f"{tool} /app/photos > /app/report/duplicates.txt")
         if level >= 2:
@@ -307,7 +310,7 @@ class DuplicateFiles(Family):
         if serve:
             server = (
                 f"import os\n\nLEVEL = {level}\nDD_EXCLUDED = {DD_EXCLUDED!r}\nPORT = {port}\n"
-                + _sources(dd_considered)
+                + function_sources(dd_considered)
                 + """
 
 GROUPS = {}
@@ -343,11 +346,11 @@ def answer_line(request):
 def answer_http(path):
     return 404, {}
 """
-                + _SERVER_FRAME
+                + ANSWER_SERVER_FRAME
                 + "\n\nserve(PORT)\n"
             )
-            steps.append(_heredoc("/app/dupes_server.py", server))
-            steps.append(_start_service("/app/dupes_server.py", [port]))
+            steps.append(heredoc("/app/dupes_server.py", server))
+            steps.append(start_python_service("/app/dupes_server.py", [port]))
         if level >= 4:
             steps += [
                 "paste /app/report/keep.txt /app/report/duplicates.txt | while IFS=$'\\t'"
@@ -374,10 +377,10 @@ def answer_http(path):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + f"DD_EXCLUDED = {DD_EXCLUDED!r}\n\n"
-            + _sources(dd_tree, dd_considered, dd_groups, dd_text, dd_keep, dd_scan)
+            + function_sources(dd_tree, dd_considered, dd_groups, dd_text, dd_keep, dd_scan)
             + "\n\n"
             + settings_lines(params)
             + _DD_TESTS
@@ -697,7 +700,7 @@ import sys
 LEVEL = @LEVEL@
 
 """
-    + _sources(fw_parse_layout, fw_money, fw_convert, fw_csv, fw_csv_text)
+    + function_sources(fw_parse_layout, fw_money, fw_convert, fw_csv, fw_csv_text)
     + """
 
 
@@ -1012,7 +1015,7 @@ class FixedWidth(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         folder = "/app/" + rng.choice(_FW_FOLDERS)
         out = "/app/" + rng.choice(_FW_OUTS)
         layout_path = f"{folder}/{rng.choice(_FW_LAYOUTS)}"
@@ -1036,7 +1039,7 @@ class FixedWidth(Family):
                 files[f"{base}/{name}"] = fw_file(
                     rng, layout, level, 20, 3 if level >= 4 else 0, i == bad, group
                 )
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         kinds = [
             "`text`: trim the surrounding spaces",
@@ -1126,7 +1129,7 @@ class FixedWidth(Family):
                 f"We get such files every day, so I also want a converter program: `{tool_name} "
                 "LAYOUT FILE` prints the CSV of one file (header and good records, no `file` "
                 "column) to standard output. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + " It will be tried on other layouts and files."
             )
         instruction = "\n\n".join(body)
@@ -1135,14 +1138,14 @@ class FixedWidth(Family):
         if language:
             source = {"python": _FW_PY, "bash": _FW_SH, "c": _FW_C}[language]
             source = source.replace("@LEVEL@", str(level)).replace("fw2csv", tool_name)
-            steps.append(_program_step(language, program, source))
-            steps.append(_build_step(language, program))
-            tool = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            steps.append(build_step(language, program))
+            tool = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/fw2csv.sh", _FW_SH.replace("@LEVEL@", str(level))))
+            steps.append(heredoc("/tmp/fw2csv.sh", _FW_SH.replace("@LEVEL@", str(level))))
             tool = "bash /tmp/fw2csv.sh"
         if level >= 2:
-            steps.append(_heredoc("/tmp/csvsum.awk", _FW_AWK))
+            steps.append(heredoc("/tmp/csvsum.awk", _FW_AWK))
         if level <= 2:
             steps.append(f"{tool} {layout_path} {folder}/{names[0]} > {out}/records.csv")
         else:
@@ -1209,11 +1212,11 @@ class FixedWidth(Family):
         for default, chosen in named.items():
             checks = checks.replace(default, chosen)
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + f"FW_NAMES = {FW_NAMES!r}\nFW_TRICKY = {FW_TRICKY!r}\n"
             + f"FW_ACCENTED = {FW_ACCENTED!r}\n\n"
-            + _sources(
+            + function_sources(
                 fw_layout,
                 fw_layout_text,
                 fw_parse_layout,
@@ -1493,7 +1496,7 @@ LIMITS = @LIMITS@
 AG_RULES = ("absolute", "traversal", "link", "special", "duplicate", "count", "size")
 
 """
-    + _sources(ag_members, ag_escapes, ag_verdict)
+    + function_sources(ag_members, ag_escapes, ag_verdict)
     + """
 
 
@@ -1628,11 +1631,11 @@ class ArchiveGuard(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         limits = (rng.choice([30, 40, 50]), rng.choice([16000, 20000, 24000]))
         corpus = ag_corpus(rng, level, {1: 6, 2: 7, 3: 8, 4: 10}[level], limits)
         files: dict[str, str | bytes] = {f"incoming/{name}": data for name, data in corpus}
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         rules = {
             "absolute": "a member name starts with `/`",
@@ -1696,7 +1699,7 @@ class ArchiveGuard(Family):
             body.append(
                 "The upload service will call a checker program: given the path of one archive, "
                 "it prints `OK` or `REJECT RULE` (one line). "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + hostile
             )
         instruction = "\n\n".join(body)
@@ -1714,10 +1717,10 @@ class ArchiveGuard(Family):
             steps.append("ls -l /app/incoming")
         if language:
             source = {"python": _AG_PY, "bash": _AG_SH}[language]
-            steps.append(_program_step(language, program, fill(source)))
-            check = _invoke(language, program)
+            steps.append(program_step(language, program, fill(source)))
+            check = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/tarcheck.sh", fill(_AG_SH)))
+            steps.append(heredoc("/tmp/tarcheck.sh", fill(_AG_SH)))
             check = "bash /tmp/tarcheck.sh"
         steps.append(
             f'for a in /app/incoming/*; do echo "$(basename "$a") $({check} "$a")"; done'
@@ -1763,10 +1766,10 @@ class ArchiveGuard(Family):
             "hidden": {1: 12, 2: 16, 3: 20, 4: 24}[level],
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + f"AG_RULES = {AG_RULES!r}\n\n"
-            + _sources(ag_build, ag_members, ag_escapes, ag_verdict, ag_corpus)
+            + function_sources(ag_build, ag_members, ag_escapes, ag_verdict, ag_corpus)
             + "\n\n"
             + settings_lines(params)
             + _AG_TESTS
@@ -1969,7 +1972,7 @@ import sys
 LEVEL = @LEVEL@
 
 """
-    + _sources(ef_detect, ef_convert)
+    + function_sources(ef_detect, ef_convert)
     + """
 
 
@@ -2129,7 +2132,7 @@ class EncodingFix(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         metric = ctx.verifier_kind == "metric_threshold"
         threshold = rng.choice(_EF_THRESHOLDS[level])
         count = {1: 6, 2: 10, 3: 14, 4: 18}[level]
@@ -2156,7 +2159,7 @@ class EncodingFix(Family):
             data, _kind = ef_file(rng, level, kinds[i])
             files[f"{base}/{rng.choice(folders)}{rng.choice(stems)}-{i:02d}.txt"] = data
         paths = sorted(rel.removeprefix(f"{base}/") for rel in files)
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         rules = [
             "a file starting with the bytes EF BB BF is UTF-8 with a BOM (`utf-8-bom`); FF FE "
@@ -2219,7 +2222,7 @@ class EncodingFix(Family):
             body.append(
                 f"{program_intro}: given one file's path it writes the converted bytes to "
                 "standard output. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + f" It will be tried on files you have not seen and must get {share}."
             )
         instruction = "\n\n".join(body)
@@ -2231,10 +2234,10 @@ class EncodingFix(Family):
             steps.append(f"find {inbox} -type f | wc -l")
         if language:
             source = {"python": _EF_PY, "bash": _EF_SH}[language]
-            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
-            tool = _invoke(language, program)
+            steps.append(program_step(language, program, source.replace("@LEVEL@", str(level))))
+            tool = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/toutf8.sh", _EF_SH.replace("@LEVEL@", str(level))))
+            steps.append(heredoc("/tmp/toutf8.sh", _EF_SH.replace("@LEVEL@", str(level))))
             tool = "bash /tmp/toutf8.sh"
         steps.append(
             f"cd {inbox} && find . -type f | sed 's|^\\./||' | LC_ALL=C sort > /tmp/files.txt"
@@ -2284,10 +2287,10 @@ class EncodingFix(Family):
         for default, chosen in named.items():
             checks = checks.replace(default, chosen)
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + f"EF_WORDS = {EF_WORDS!r}\nEF_KINDS = {EF_KINDS!r}\n\n"
-            + _sources(ef_text, ef_file, ef_detect, ef_convert)
+            + function_sources(ef_text, ef_file, ef_detect, ef_convert)
             + "\n\n"
             + settings_lines(params)
             + checks

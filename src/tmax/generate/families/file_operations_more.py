@@ -13,12 +13,14 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import LANGUAGE_NAMES, bullets, program_path
-from tmax.generate.families.scientific_computing import (
+from tmax.generate.builders import (
+    LANGUAGE_NAMES,
+    bullets,
     heredoc,
     manifest_line,
-    start_service,
-    test_file,
+    manifest_test_file,
+    program_path,
+    start_detached_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -448,7 +450,9 @@ class BatchNormalize(Family):
                 f"cat {summary}",
             ]
         extra = "\nimport csv\nimport io\nimport re\n" + _PRISTINE + _NORM_ORACLE
-        tests: dict[str, str | bytes] = {"test_task.py": test_file(cfg, _NORM_TESTS, extra)}
+        tests: dict[str, str | bytes] = {
+            "test_task.py": manifest_test_file(cfg, _NORM_TESTS, extra)
+        }
         tests.update(pristine)
         return Draft(instruction=body, solution="\n".join(lines), tests=tests, files=files)
 
@@ -726,7 +730,7 @@ class DupeHunt(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, _DUPE_TESTS, _DUPE_ORACLE)},
+            tests={"test_task.py": manifest_test_file(cfg, _DUPE_TESTS, _DUPE_ORACLE)},
             files=files,
         )
 
@@ -1149,7 +1153,7 @@ class ArchiveAudit(Family):
                 f"(cd {out} && sha256sum {_base(report)} {_base(verified)} {_base(summary)} "
                 f"> {checksums})",
             ]
-        tests["test_task.py"] = test_file(cfg, _ARCH_TESTS, _ARCH_ORACLE + _PRISTINE)
+        tests["test_task.py"] = manifest_test_file(cfg, _ARCH_TESTS, _ARCH_ORACLE + _PRISTINE)
         return Draft(instruction=body, solution="\n".join(lines), tests=tests, files=files)
 
 
@@ -1577,11 +1581,11 @@ class InboxSorter(Family):
         if serve:
             server = _SORT_SERVER.replace('"127.0.0.1", PORT', f'"127.0.0.1", {port}')
             lines.append(heredoc("/app/indexd.py", server))
-            lines.append(start_service("python3 /app/indexd.py", port, "/app/indexd.log"))
+            lines.append(start_detached_service("python3 /app/indexd.py", port, "/app/indexd.log"))
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, _SORT_TESTS, _SORT_ORACLE)},
+            tests={"test_task.py": manifest_test_file(cfg, _SORT_TESTS, _SORT_ORACLE)},
             files=files,
             keep_agent_processes=serve,
         )

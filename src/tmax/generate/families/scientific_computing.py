@@ -1,148 +1,26 @@
-"""Task families of the scientific_computing domain.
-
-The small helpers at the top (test prelude, heredocs, service start-up) are shared
-with the data_processing and system_administration modules.
-"""
+"""Task families of the scientific_computing domain."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import (
+from tmax.generate.builders import (
     LANGUAGE_NAMES,
     PNG_READER,
     bullets,
+    heredoc,
+    language_or_bash,
+    manifest_line,
+    manifest_test_file,
     png_bytes,
     program_path,
+    start_detached_service,
     wav_bytes,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
-
-# --- shared helpers ---------------------------------------------------------------------
-
-TEST_PRELUDE = r'''
-import hashlib
-import json
-import os
-import random
-import socket
-import subprocess
-import tempfile
-import time
-import urllib.request
-
-CFG = json.loads(CFG_JSON)
-ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-       "LANG": "C.UTF-8", "HOME": "/root"}
-_BUILT = {}
-
-
-def program():
-    """The command that runs the agent's program (compiled first when it is C)."""
-    if "cmd" in _BUILT:
-        return _BUILT["cmd"]
-    lang, src = CFG["lang"], CFG["program"]
-    assert os.path.isfile(src), f"the program {src} does not exist"
-    if lang == "c":
-        binary = os.path.join(tempfile.mkdtemp(), "prog")
-        built = subprocess.run(["/usr/bin/gcc", "-O2", "-std=c11", "-o", binary, src, "-lm"],
-                               capture_output=True, text=True, env=ENV)
-        assert built.returncode == 0, f"gcc could not build {src}:\n{built.stderr[-2000:]}"
-        cmd = [binary]
-    elif lang == "python":
-        cmd = ["/usr/bin/python3", src]
-    else:
-        cmd = ["/bin/bash", src]
-    _BUILT["cmd"] = cmd
-    return cmd
-
-
-def run_program(args, stdin=None, check=True, timeout=30):
-    done = subprocess.run(program() + [str(a) for a in args], input=stdin, capture_output=True,
-                          text=True, env=ENV, timeout=timeout)
-    if check:
-        assert done.returncode == 0, (
-            f"{CFG['program']} {' '.join(map(str, args))} exited {done.returncode}: "
-            f"{done.stderr[-1500:]}")
-    return done
-
-
-def read(path):
-    assert os.path.isfile(path), f"{path} was not written"
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
-
-
-def workdir():
-    return tempfile.mkdtemp(prefix="fresh-")
-
-
-def check_manifest(path, names):
-    """A sha256sum-style manifest must list exactly ``names`` with their real digests."""
-    lines = [line.split() for line in read(path).splitlines() if line.strip()]
-    listed = {}
-    for fields in lines:
-        assert len(fields) == 2, f"bad manifest line in {path}: {fields}"
-        listed[os.path.basename(fields[1].lstrip("*"))] = fields[0]
-    assert sorted(listed) == sorted(os.path.basename(n) for n in names), (
-        f"{path} should list {sorted(names)}, lists {sorted(listed)}")
-    for name in names:
-        with open(name, "rb") as handle:
-            digest = hashlib.sha256(handle.read()).hexdigest()
-        assert listed[os.path.basename(name)] == digest, f"wrong digest for {name} in {path}"
-
-
-def http_get(port, path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-        return reply.status, reply.read().decode("utf-8")
-
-
-def tcp_line(port, line):
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-        conn.sendall((line + "\n").encode("utf-8"))
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = conn.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return data.decode("utf-8").strip()
-'''
-"""Helpers pasted into every test_task.py of these modules (stdlib only)."""
-
-
-def test_file(cfg: dict, body: str, extra: str = "") -> str:
-    """test_task.py: the task's settings as JSON, the prelude, optional helpers, the body."""
-    head = "CFG_JSON = " + repr(json.dumps(cfg, sort_keys=True)) + "\n"
-    return head + TEST_PRELUDE + extra + body
-
-
-def code_language(ctx: RenderContext) -> str:
-    """The language of the program: the task's when code is asked for, else a shell script."""
-    return ctx.language if ctx.needs_code else "bash"
-
-
-def heredoc(path: str, text: str) -> str:
-    """A solve.sh line that writes ``text`` to ``path`` verbatim."""
-    return f"cat > {path} <<'TMAX_EOF'\n{text.strip()}\nTMAX_EOF"
-
-
-def start_service(command: str, port: int, log: str) -> str:
-    """solve.sh lines that start a service in the background and wait until it listens."""
-    return (
-        f"setsid nohup {command} > {log} 2>&1 < /dev/null &\n"
-        f"for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; "
-        "sleep 0.1; done"
-    )
-
-
-def manifest_line(names: list[str]) -> str:
-    return "(cd /app/out && sha256sum " + " ".join(names) + " > checksums.sha256)"
-
 
 # --- tone_analysis -----------------------------------------------------------------------
 
@@ -509,7 +387,7 @@ class ToneAnalysis(Family):
                 files[name] = f"rate {rate}\n" + "\n".join(map(str, samples)) + "\n"
             truth[name] = round(freq, 4)
             names.append(name)
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/tone")
         fresh = {"exact_text": 3, "metric_threshold": 4}.get(ctx.verifier_kind, 6 + 6 * level)
         names.sort()
@@ -646,7 +524,7 @@ class ToneAnalysis(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", extra)},
+            tests={"test_task.py": manifest_test_file(cfg, "", extra)},
             files=files,
         )
 
@@ -945,7 +823,7 @@ class LogisticRK4(Family):
             pairs.append([f"/app/cases/batch{f + 1}.txt", f"/app/out/batch{f + 1}.final"])
             if level == 1:
                 break
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/logistic")
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         port = 8000 + rng.randint(100, 899)
@@ -1045,12 +923,14 @@ class LogisticRK4(Family):
                 )
             )
             lines.append(
-                start_service("python3 /app/solver_service.py", port, "/app/solver_service.log")
+                start_detached_service(
+                    "python3 /app/solver_service.py", port, "/app/solver_service.log"
+                )
             )
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _RK4_ORACLE + _RK4_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _RK4_ORACLE + _RK4_TESTS)},
             files=files,
             keep_agent_processes=ctx.needs_service,
         )
@@ -1398,7 +1278,7 @@ class FastaRecords(Family):
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
         mode = "check" if ctx.verifier_kind == "adversarial_corpus" else "table"
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         code = ctx.needs_code or ctx.verifier_kind != "exact_text"
         files: dict[str, str | bytes] = {}
         min_len = rng.choice([40, 60, 80])
@@ -1540,7 +1420,7 @@ class FastaRecords(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _FASTA_ORACLE + _FASTA_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _FASTA_ORACLE + _FASTA_TESTS)},
             files=files,
         )
 
@@ -1797,7 +1677,7 @@ class StarField(Family):
                 rng.randint(1, 2) if level >= 3 else 0,
             )
             pairs.append([f"/app/frames/{stem}.png", f"/app/out/{stem}.stars"])
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/stars")
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         cfg = {
@@ -1878,6 +1758,6 @@ class StarField(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", extra)},
+            tests={"test_task.py": manifest_test_file(cfg, "", extra)},
             files=files,
         )

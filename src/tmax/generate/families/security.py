@@ -3,252 +3,42 @@
 Each family renders a realistic security chore (log triage, upload-name filtering,
 probing an obfuscating binary, auditing password hashes) whose checks are recomputed by
 the tests. Shared pieces: reference code is written once as plain functions here and
-pasted (``inspect.getsource``) into the tests and the Python reference programs, so the
-generator, the oracle and the checks cannot drift apart.
+pasted (:func:`tmax.generate.builders.function_sources`) into the tests and the Python
+reference programs, so the generator, the oracle and the checks cannot drift apart.
 """
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
-import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import ALL_LEVELS, Rule
-from tmax.generate.families._common import (
-    LANGUAGE_NAMES,
+from tmax.generate.builders import (
+    ANSWER_SERVER_FRAME,
+    asked_program_language,
+    build_step,
     bullets,
+    fixture_test_head,
+    function_sources,
+    heredoc,
+    invoke,
     numbered,
     program_path,
+    program_sentence,
+    program_step,
+    service_ports,
     settings_lines,
+    sha256_hex,
+    start_python_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
-
-PROGRAM_VERIFIERS = frozenset({"fuzz_equivalence", "adversarial_corpus"})
-"""Verifier kinds that run a program of the agent's, even in bash-only tasks."""
-
-
-def _code_language(ctx: RenderContext) -> str | None:
-    """The language of the program the task asks for (None: no program is asked for).
-
-    A bash-only task whose verifier must run a program asks for a shell script."""
-    if ctx.needs_code:
-        return ctx.language
-    if ctx.verifier_kind in PROGRAM_VERIFIERS:
-        return "bash"
-    return None
-
-
-@functools.cache
-def _sources(*functions: Callable[..., object]) -> str:
-    """The source text of functions, to paste into tests and reference programs (cached:
-    reading source is slow and renders must be fast)."""
-    return "\n\n".join(inspect.getsource(f) for f in functions)
-
-
-def _sha(data: str | bytes) -> str:
-    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
 def _gz(text: str) -> bytes:
     return gzip.compress(text.encode(), compresslevel=6, mtime=0)
-
-
-def _ports(ctx: RenderContext) -> tuple[int, int]:
-    first = ctx.rng.randrange(7100, 7900)
-    return first, first + ctx.rng.randrange(150, 900)
-
-
-def _start_service(script: str, ports: Iterable[int]) -> str:
-    """Solution lines: start a Python service in the background and wait for its ports."""
-    name = script.rsplit("/", 1)[-1].removesuffix(".py")
-    lines = [f"nohup python3 {script} > /app/{name}.log 2>&1 &"]
-    for port in ports:
-        lines.append(
-            f"for _ in $(seq 150); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break;"
-            " sleep 0.1; done"
-        )
-    return "\n".join(lines)
-
-
-def _heredoc(path: str, body: str, marker: str = "TMAX_EOF") -> str:
-    return f"cat > {path} <<'{marker}'\n{body.strip()}\n{marker}"
-
-
-def _program_step(language: str, path: str, source: str) -> str:
-    return f"mkdir -p {path.rsplit('/', 1)[0]}\n" + _heredoc(path, source)
-
-
-def _invoke(language: str, path: str) -> str:
-    """The command prefix that runs an installed program (C is built once beforehand)."""
-    if language == "python":
-        return f"python3 {path}"
-    if language == "bash":
-        return f"bash {path}"
-    return path.removesuffix(".c")
-
-
-def _build_step(language: str, path: str) -> str:
-    if language != "c":
-        return ""
-    return f"gcc -O2 -std=c11 -o {path.removesuffix('.c')} {path} -lm"
-
-
-def _program_sentence(language: str, path: str) -> str:
-    return f"Write it in {LANGUAGE_NAMES[language]} at `{path}`" + (
-        " (it will be built with `gcc -O2 -std=c11 ... -lm`)." if language == "c" else "."
-    )
-
-
-_TEST_HEAD = '''"""Checks for this task (stdlib + pytest only)."""
-import gzip
-import hashlib
-import http.client
-import json
-import os
-import random
-import re
-import socket
-import subprocess
-import time
-from pathlib import Path
-
-import pytest
-
-LANG = @LANG@
-SRC = @SRC@
-_BUILT = {}
-
-
-def program():
-    """The argv prefix that runs the agent's program (a C source is built once)."""
-    assert SRC and os.path.isfile(SRC), f"the program {SRC} does not exist"
-    if LANG == "python":
-        return ["python3", SRC]
-    if LANG == "bash":
-        return ["bash", SRC]
-    if "bin" not in _BUILT:
-        binary = "/tmp/tmax_agent_program"
-        done = subprocess.run(
-            ["gcc", "-O2", "-std=c11", "-o", binary, SRC, "-lm"], capture_output=True, text=True
-        )
-        assert done.returncode == 0, f"gcc could not build {SRC}:\\n{done.stderr[-3000:]}"
-        _BUILT["bin"] = binary
-    return [_BUILT["bin"]]
-
-
-def run(args, stdin=None, timeout=60):
-    return subprocess.run(
-        program() + [str(a) for a in args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd="/tmp",
-        errors="replace",
-    )
-
-
-def read(path):
-    p = Path(path)
-    assert p.is_file(), f"{path} is missing"
-    return p.read_text(errors="replace")
-
-
-def check_fixtures(hashes):
-    for path, digest in hashes.items():
-        data = Path(path).read_bytes() if Path(path).is_file() else b""
-        assert hashlib.sha256(data).hexdigest() == digest, f"the input {path} was modified"
-
-
-def wait_port(port, timeout=20.0):
-    end = time.time() + timeout
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=2).close()
-            return
-        except OSError:
-            assert time.time() < end, f"nothing listens on 127.0.0.1:{port}"
-            time.sleep(0.2)
-
-
-def ask_lines(port, requests):
-    """Send request lines over one TCP connection; one reply line per request."""
-    wait_port(port)
-    replies = []
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
-        reader = conn.makefile("r", encoding="utf-8", newline="\\n")
-        for request in requests:
-            conn.sendall((request + "\\n").encode())
-            line = reader.readline()
-            assert line.endswith("\\n"), f"no complete reply to {request!r} on port {port}"
-            replies.append(line.rstrip("\\r\\n"))
-    return replies
-
-
-def http_get(port, path):
-    wait_port(port)
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", path)
-        response = conn.getresponse()
-        return response.status, response.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
-'''
-
-
-def _test_head(language: str | None, source: str | None) -> str:
-    return _TEST_HEAD.replace("@LANG@", repr(language)).replace("@SRC@", repr(source))
-
-
-_SERVER_FRAME = """
-import http.server
-import json
-import socketserver
-import threading
-
-
-class _Lines(socketserver.StreamRequestHandler):
-    def handle(self):
-        for raw in self.rfile:
-            request = raw.decode("utf-8", "replace").strip()
-            if request:
-                self.wfile.write((answer_line(request) + "\\n").encode())
-                self.wfile.flush()
-
-
-class _Http(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        status, payload = answer_http(self.path)
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-class _Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-
-def serve(line_port, http_port=None):
-    servers = [_Server(("127.0.0.1", line_port), _Lines)]
-    if http_port:
-        servers.append(http.server.ThreadingHTTPServer(("127.0.0.1", http_port), _Http))
-    for server in servers[1:]:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    servers[0].serve_forever()
-"""
-"""A line-protocol TCP server (and optionally HTTP) around answer_line/answer_http."""
 
 
 # =====================================================================================
@@ -414,8 +204,8 @@ def auth_compromised(events, threshold):
     return sorted(found)
 
 
-_AUTH_CORE = _sources(auth_events, auth_failed, auth_table)
-_AUTH_ALL = _sources(
+_AUTH_CORE = function_sources(auth_events, auth_failed, auth_table)
+_AUTH_ALL = function_sources(
     auth_pool,
     auth_log,
     auth_events,
@@ -535,7 +325,7 @@ class AuthLogTriage(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         serve = ctx.needs_service or ctx.verifier_kind == "multi_protocol"
         use_http = ctx.verifier_kind == "multi_protocol"
         threshold = rng.choice([5, 6, 8, 10])
@@ -560,7 +350,7 @@ class AuthLogTriage(Family):
                 "# trusted networks (CIDR); never block these\n" + "\n".join(networks) + "\n"
             )
         paths = [f"/app/logs/{name}" for name in names]
-        hashes = {f"/app/{rel}": _sha(data) for rel, data in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(data) for rel, data in files.items()}
 
         # ---- the request -------------------------------------------------------------
         if len(names) == 1:
@@ -630,10 +420,10 @@ class AuthLogTriage(Family):
                 "I also want a reusable tool for the next incident: a program that takes log "
                 f"file paths as arguments{gz}, oldest first, and prints the failed_by_ip table "
                 "(exactly the format above) to standard output. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + " I'll run it on other servers' logs, so don't hard-code anything."
             )
-        ports = _ports(ctx)
+        ports = service_ports(ctx)
         if serve:
             requests = [
                 "`FAILED <ip>` → the number of failed attempts from that address (0 if none)"
@@ -661,10 +451,10 @@ class AuthLogTriage(Family):
         steps = ["mkdir -p /app/report"]
         if language:
             source = _AUTH_PY if language == "python" else _AUTH_SH
-            steps.append(_program_step(language, program, source))
-            tool = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            tool = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/failed_by_ip.sh", _AUTH_SH))
+            steps.append(heredoc("/tmp/failed_by_ip.sh", _AUTH_SH))
             tool = "bash /tmp/failed_by_ip.sh"
         joined = " ".join(paths)
         steps.append(f"{tool} {joined} > /app/report/failed_by_ip.txt")
@@ -770,11 +560,11 @@ def answer_http(path):
         payload["blocked"] = ip in BLOCKED
     return 200, payload
 """
-                + _SERVER_FRAME
+                + ANSWER_SERVER_FRAME
                 + "\n\nserve(*PORTS)\n"
             )
-            steps.append(_heredoc("/app/ssh_triage_server.py", server))
-            steps.append(_start_service("/app/ssh_triage_server.py", ports[: 1 + use_http]))
+            steps.append(heredoc("/app/ssh_triage_server.py", server))
+            steps.append(start_python_service("/app/ssh_triage_server.py", ports[: 1 + use_http]))
         solution = "\n".join(s for s in steps if s)
 
         # ---- tests ----------------------------------------------------------------------
@@ -792,7 +582,7 @@ def answer_http(path):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + _AUTH_ALL
             + "\n\n"
@@ -1056,7 +846,7 @@ def upload_names(rng, count, allowed, level):
     return out
 
 
-_UPLOAD_CORE = _sources(upload_decode, upload_verdict, upload_line)
+_UPLOAD_CORE = function_sources(upload_decode, upload_verdict, upload_line)
 
 _UPLOAD_PY = (
     """#!/usr/bin/env python3
@@ -1353,7 +1143,7 @@ class UploadNameFilter(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         pool = ["jpg", "jpeg", "png", "gif", "pdf", "txt", "csv", "docx", "xlsx", "webp", "odt"]
         allowed = sorted(rng.sample(pool, 6))
         maxlen = rng.choice([40, 48, 56])
@@ -1368,7 +1158,7 @@ class UploadNameFilter(Family):
             files[rel] = "\n".join(upload_names(rng, size, allowed, level)) + "\n"
         if level >= 3:
             files["policy/allowed_extensions.txt"] = "\n".join(allowed) + "\n"
-        hashes = {f"/app/{rel}": _sha(data) for rel, data in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(data) for rel, data in files.items()}
 
         rules = {
             "badbyte": "after decoding, the name contains a byte outside printable ASCII "
@@ -1452,7 +1242,7 @@ class UploadNameFilter(Family):
             body.append(
                 "The endpoint itself will call a gate program: it reads names from standard "
                 "input, one per line, and prints one line per name, `ACCEPT` or `REJECT RULE`. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + hostile
             )
         instruction = "\n\n".join(body)
@@ -1461,12 +1251,12 @@ class UploadNameFilter(Family):
         if language:
             source = {"python": _UPLOAD_PY, "bash": _UPLOAD_SH, "c": _UPLOAD_C}[language]
             source = source.replace("@CONSTS@", _upload_consts(language, level, allowed, maxlen))
-            steps.append(_program_step(language, program, source))
-            steps.append(_build_step(language, program))
-            gate = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            steps.append(build_step(language, program))
+            gate = invoke(language, program)
         else:
             source = _UPLOAD_SH.replace("@CONSTS@", _upload_consts("bash", level, allowed, maxlen))
-            steps.append(_heredoc("/tmp/gate.sh", source))
+            steps.append(heredoc("/tmp/gate.sh", source))
             gate = "bash /tmp/gate.sh"
         if len(queues) > 1:
             steps.append("cat " + " ".join(f"/app/{q}" for q in queues) + " > /tmp/names.txt")
@@ -1514,9 +1304,9 @@ class UploadNameFilter(Family):
             "hidden": {1: 80, 2: 120, 3: 160, 4: 200}[level],
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
-            + _sources(upload_decode, upload_verdict, upload_line, upload_names)
+            + function_sources(upload_decode, upload_verdict, upload_line, upload_names)
             + "\n\n"
             + settings_lines(params)
             + _UPLOAD_TESTS
@@ -1740,7 +1530,7 @@ import sys
 @CONSTS@
 
 """
-    + _sources(unseal)
+    + function_sources(unseal)
     + """
 
 
@@ -1945,7 +1735,7 @@ class SealedTokens(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         key_len = 1 if level == 1 else rng.randint(3, 5)
         key = [rng.randint(1, 255) for _ in range(key_len)]
         while key_len > 1 and len(set(key)) == 1:
@@ -1988,7 +1778,9 @@ class SealedTokens(Family):
                     token = seal_tamper(rng, token)
                 lines.append(f"{stamp} {source} -> {dst} {token}\n")
             files[capture] = "".join(lines)
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items() if not rel.startswith("src/")}
+        hashes = {
+            f"/app/{rel}": sha256_hex(d) for rel, d in files.items() if not rel.startswith("src/")
+        }
 
         intro = (
             f"{opener} Run as `{sealer} TEXT`, it prints the token the attacker's implant sends "
@@ -2057,7 +1849,7 @@ class SealedTokens(Family):
                 "We will see more of these tokens, so I also need a decoder: a program that "
                 "reads tokens from standard input, one per line, and prints the plaintext of "
                 f"each on its own line.{invalid} "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + f" It must work without `{sealer}` (we will test it on tokens you have "
                 "not seen, with the binary unavailable)."
             )
@@ -2068,12 +1860,12 @@ class SealedTokens(Family):
         if language:
             source = {"python": _UNSEAL_PY, "bash": _UNSEAL_SH, "c": _UNSEAL_C}[language]
             source = source.replace("@CONSTS@", _seal_consts(language, key, step, level))
-            steps.append(_program_step(language, program, source))
-            steps.append(_build_step(language, program))
-            decoder = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            steps.append(build_step(language, program))
+            decoder = invoke(language, program)
         else:
             source = _UNSEAL_SH.replace("@CONSTS@", _seal_consts("bash", key, step, level))
-            steps.append(_heredoc("/tmp/unseal.sh", source))
+            steps.append(heredoc("/tmp/unseal.sh", source))
             decoder = "bash /tmp/unseal.sh"
         steps.append(
             f"test \"$({sealer} '{probe_text}')\" = '{seal(probe_text, key, step, level)}'"
@@ -2130,9 +1922,9 @@ class SealedTokens(Family):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
-            + _sources(seal, unseal, seal_texts, seal_tamper)
+            + function_sources(seal, unseal, seal_texts, seal_tamper)
             + "\n\n"
             + settings_lines(params)
             + _SEAL_TESTS
@@ -2379,7 +2171,7 @@ import sys
 LEVEL = @LEVEL@
 
 """
-    + _sources(pw_forms, pw_suffixes, pw_candidates, pw_hash, pw_parse, pw_crack)
+    + function_sources(pw_forms, pw_suffixes, pw_candidates, pw_hash, pw_parse, pw_crack)
     + """
 
 
@@ -2569,7 +2361,7 @@ class PasswordAudit(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         metric = ctx.verifier_kind == "metric_threshold"
         vocabulary = list(PW_WORDS)
         words = rng.sample(vocabulary, {1: 40, 2: 50, 3: 50, 4: 50}[level])
@@ -2585,7 +2377,7 @@ class PasswordAudit(Family):
             dump.removeprefix("/app/"): pw_dump(rows),
             wordlist.removeprefix("/app/"): "\n".join(words) + "\n",
         }
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         algs = "`sha256`" if level <= 2 else "`md5`, `sha1` or `sha256`"
         salted = (
@@ -2653,7 +2445,7 @@ class PasswordAudit(Family):
                 "We have more dumps like this, so I also want a program: given a dump and a "
                 "wordlist as its two arguments, it prints the `user:password` lines (sorted by "
                 f"user) for the accounts it recovers; it must {goal} and never print a wrong "
-                "password. " + _program_sentence(language, program)
+                "password. " + program_sentence(language, program)
             )
         instruction = "\n\n".join(body)
 
@@ -2665,10 +2457,10 @@ class PasswordAudit(Family):
             steps.append(f"cut -d'$' -f2 {dump} | sort | uniq -c")
         if language:
             source = {"python": _PW_PY, "bash": _PW_SH}[language].replace("@LEVEL@", str(level))
-            steps.append(_program_step(language, program, source))
-            crack = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            crack = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/crack.sh", _PW_SH.replace("@LEVEL@", str(level))))
+            steps.append(heredoc("/tmp/crack.sh", _PW_SH.replace("@LEVEL@", str(level))))
             crack = "bash /tmp/crack.sh"
         steps.append(f"{crack} {dump} {wordlist} > /tmp/cracked.txt")
         steps.append(f"mv /tmp/cracked.txt {cracked}")
@@ -2709,9 +2501,9 @@ class PasswordAudit(Family):
             "fresh_words": {1: 30, 2: 20, 3: 8, 4: 5}[level],
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
-            + _sources(
+            + function_sources(
                 pw_forms,
                 pw_suffixes,
                 pw_candidates,

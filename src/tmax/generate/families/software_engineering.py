@@ -4,8 +4,8 @@ Families here ask for real programs: replaying a key-value journal (and serving 
 result over a line protocol and HTTP), ordering a monorepo's builds, exact rational
 arithmetic, and semantic-version resolution with a vendored library. Reference code is
 written once as plain functions and pasted into tests and Python reference programs; the
-shared task plumbing (test prelude, service frame, solution helpers) lives in the
-security module and is reused here.
+task plumbing (test head, service frame, solution lines) comes from
+:mod:`tmax.generate.builders`.
 """
 
 from __future__ import annotations
@@ -14,20 +14,23 @@ import re
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import bullets, numbered, program_path, settings_lines
-from tmax.generate.families.security import (
-    _SERVER_FRAME,
-    _build_step,
-    _code_language,
-    _heredoc,
-    _invoke,
-    _ports,
-    _program_sentence,
-    _program_step,
-    _sha,
-    _sources,
-    _start_service,
-    _test_head,
+from tmax.generate.builders import (
+    ANSWER_SERVER_FRAME,
+    asked_program_language,
+    build_step,
+    bullets,
+    fixture_test_head,
+    function_sources,
+    heredoc,
+    invoke,
+    numbered,
+    program_path,
+    program_sentence,
+    program_step,
+    service_ports,
+    settings_lines,
+    sha256_hex,
+    start_python_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -168,7 +171,7 @@ import sys
 LEVEL = @LEVEL@
 
 """
-    + _sources(kv_op, kv_replay, kv_dump, kv_load, kv_stats)
+    + function_sources(kv_op, kv_replay, kv_dump, kv_load, kv_stats)
     + """
 
 
@@ -488,7 +491,7 @@ class KvJournal(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         serve = ctx.needs_service or ctx.verifier_kind == "multi_protocol"
         use_http = ctx.verifier_kind == "multi_protocol"
         keys = kv_keys(rng, {1: 8, 2: 12, 3: 16, 4: 20}[level])
@@ -510,7 +513,7 @@ class KvJournal(Family):
                 + kv_dump(base)
             )
             replay = ["/app/data/snapshot.kv", *replay[3:]]
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         ops = [
             "`SET key value` sets key to value (the value is the rest of the line and may "
@@ -580,9 +583,9 @@ class KvJournal(Family):
                 "I also want the replay as a reusable program: it takes journal files as "
                 "arguments (apply them in the order given, starting from an empty store) and "
                 f"prints the final state in the state.txt format to standard output.{snap} "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
             )
-        ports = _ports(ctx)
+        ports = service_ports(ctx)
         if serve:
             verbs = [
                 "`GET key` → the value, or `(nil)` if the key does not exist",
@@ -613,11 +616,11 @@ class KvJournal(Family):
             steps.append("tail -n 3 /app/data/journal-005.log")
         if language:
             source = {"python": _KV_PY, "bash": _KV_SH, "c": _KV_C}[language]
-            steps.append(_program_step(language, program, source.replace("@LEVEL@", str(level))))
-            steps.append(_build_step(language, program))
-            tool = _invoke(language, program)
+            steps.append(program_step(language, program, source.replace("@LEVEL@", str(level))))
+            steps.append(build_step(language, program))
+            tool = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/kvreplay.sh", _KV_SH.replace("@LEVEL@", str(level))))
+            steps.append(heredoc("/tmp/kvreplay.sh", _KV_SH.replace("@LEVEL@", str(level))))
             tool = "bash /tmp/kvreplay.sh"
         steps.append("printf 'SET a 1\\nINCR a 2\\nSET b x y\\nDEL c\\n' > /tmp/smoke.log")
         steps.append(f'test "$({tool} /tmp/smoke.log 2>/dev/null)" = "$(printf \'a=3\\nb=x y\')"')
@@ -642,7 +645,7 @@ class KvJournal(Family):
         if serve:
             server = (
                 "import re\n\n"
-                + _sources(kv_op, kv_replay, kv_load)
+                + function_sources(kv_op, kv_replay, kv_load)
                 + f"\n\nLEVEL = {level}\nFILES = {replay!r}\n"
                 + f"PORTS = {(ports if use_http else (ports[0], None))!r}\n"
                 + """SNAPSHOT = None
@@ -672,11 +675,11 @@ def answer_http(path):
         return 200, {"key": path[4:], "value": STATE[path[4:]]}
     return 404, {"error": "not found"}
 """
-                + _SERVER_FRAME
+                + ANSWER_SERVER_FRAME
                 + "\n\nserve(*PORTS)\n"
             )
-            steps.append(_heredoc("/app/kv_server.py", server))
-            steps.append(_start_service("/app/kv_server.py", ports[: 1 + use_http]))
+            steps.append(heredoc("/app/kv_server.py", server))
+            steps.append(start_python_service("/app/kv_server.py", ports[: 1 + use_http]))
         solution = "\n".join(s for s in steps if s)
 
         params = {
@@ -691,9 +694,9 @@ def answer_http(path):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
-            + _sources(kv_op, kv_replay, kv_dump, kv_load, kv_stats, kv_keys, kv_journal)
+            + function_sources(kv_op, kv_replay, kv_dump, kv_load, kv_stats, kv_keys, kv_journal)
             + "\n\n"
             + settings_lines(params)
             + _KV_TESTS
@@ -928,7 +931,7 @@ _BO_PY = (
 import sys
 
 """
-    + _sources(bo_parse, bo_order)
+    + function_sources(bo_parse, bo_order)
     + """
 
 
@@ -1117,7 +1120,7 @@ class BuildOrder(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         out, manifest, ini, key, change_list, repo, opener, ask = (
             rng.choice(options)
             for options in (
@@ -1152,7 +1155,7 @@ class BuildOrder(Family):
             changes.append("repo/scratch/notes.txt")
             rng.shuffle(changes)
             files[change_list] = "\n".join(changes) + "\n"
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         rule = (
             "A package can be built once every requirement that is a package of this repo has "
@@ -1224,18 +1227,18 @@ class BuildOrder(Family):
                     if level == 1
                     else ""
                 )
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
             )
         instruction = "\n\n".join(body)
 
         steps = ["mkdir -p /app/out"]
         if language:
             source = {"python": _BO_PY, "bash": _BO_SH, "c": _BO_C}[language]
-            steps.append(_program_step(language, program, source))
-            steps.append(_build_step(language, program))
-            tool = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            steps.append(build_step(language, program))
+            tool = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/buildorder.sh", _BO_SH))
+            steps.append(heredoc("/tmp/buildorder.sh", _BO_SH))
             tool = "bash /tmp/buildorder.sh"
         if level <= 2:
             steps.append("cp /app/repo/deps.txt /tmp/manifest.txt")
@@ -1310,10 +1313,10 @@ class BuildOrder(Family):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + f"BO_NAMES = {BO_NAMES!r}\nBO_EXTERNAL = {BO_EXTERNAL!r}\n\n"
-            + _sources(bo_parse, bo_order, bo_waves, bo_rebuild, bo_graph, bo_manifest)
+            + function_sources(bo_parse, bo_order, bo_waves, bo_rebuild, bo_graph, bo_manifest)
             + "\n\n"
             + settings_lines(params)
             + named(_BO_TESTS)
@@ -1546,7 +1549,7 @@ _RC_PY = (
 import sys
 
 """
-    + _sources(rc_eval)
+    + function_sources(rc_eval)
     + """
 
 
@@ -1881,7 +1884,7 @@ class RationalCalc(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         out, in_dir, expr_file, prefix, res_file, err_file, ext_file, sum_file = (
             rng.choice(options)
             for options in (
@@ -1911,7 +1914,7 @@ class RationalCalc(Family):
         exprs[rng.randrange(len(exprs))].insert(rng.randint(0, sizes[0]), zero)
         for name, lines in zip(inputs, exprs, strict=True):
             files[f"{in_dir}/{name}"] = "\n".join(lines) + "\n"
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
         grammar = [
             "non-negative integer literals and the operators `+ - * /` with the usual "
@@ -1971,7 +1974,7 @@ class RationalCalc(Family):
             body.append(
                 f"{caller} will call a calculator program: it reads expressions from standard "
                 "input, one per line, and prints one result line for each. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + " It will be compared with our reference on many expressions it has not seen."
             )
         instruction = "\n\n".join(body)
@@ -1990,11 +1993,11 @@ class RationalCalc(Family):
         steps = ["mkdir -p /app/out"]
         if language:
             source = {"python": _RC_PY, "bash": _RC_SH, "c": _RC_C}[language]
-            steps.append(_program_step(language, program, source))
-            steps.append(_build_step(language, program))
-            calc = _invoke(language, program)
+            steps.append(program_step(language, program, source))
+            steps.append(build_step(language, program))
+            calc = invoke(language, program)
         else:
-            steps.append(_heredoc("/tmp/ratcalc.sh", _RC_SH))
+            steps.append(heredoc("/tmp/ratcalc.sh", _RC_SH))
             calc = "bash /tmp/ratcalc.sh"
         steps.append(f"test \"$(echo '1/2 + 1/3 * 2' | {calc})\" = 7/6")
         if level <= 2:
@@ -2042,9 +2045,9 @@ class RationalCalc(Family):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
-            + _sources(rc_eval, rc_expression)
+            + function_sources(rc_eval, rc_expression)
             + "\n\n"
             + settings_lines(params)
             + named(_RC_TESTS)
@@ -2293,7 +2296,7 @@ def sv_index_text(index, rng):
     return "# package version\n" + "\n".join(rows) + "\n"
 
 
-_SV_ORACLE = _sources(
+_SV_ORACLE = function_sources(
     sv_parse, sv_cmp, sv_satisfies, sv_pick, sv_index, sv_resolve, sv_sorted, sv_version
 )
 
@@ -2827,7 +2830,7 @@ class SemverPick(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        language = _code_language(ctx)
+        language = asked_program_language(ctx)
         vendored = ctx.fixture_kind == "vendored_package"
         out, req_file, index_file, res_file, ver_file, old_file, lock_file, tool = (
             rng.choice(options)
@@ -2863,7 +2866,7 @@ class SemverPick(Family):
             index_file: sv_index_text(index, rng),
             req_file: "# package constraint\n" + "".join(f"{p} {c}\n" for p, c in requirements),
         }
-        hashes = {f"/app/{rel}": _sha(d) for rel, d in files.items()}
+        hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
         if vendored:
             files.update(
                 {
@@ -2962,7 +2965,7 @@ class SemverPick(Family):
                 "Our CI will call a picker program: given the path of an index file as its "
                 "argument, it reads requirement lines from standard input and prints the "
                 "resolved.txt lines for them to standard output. "
-                + _program_sentence(language, program)
+                + program_sentence(language, program)
                 + " It will be checked against our reference on indexes it has not seen."
             )
         instruction = named("\n\n".join(body))
@@ -2981,7 +2984,7 @@ class SemverPick(Family):
                 "ls -R /app/vendor",
                 "cat /app/vendor/semverlite/README.md",
                 "cp /app/vendor/semverlite/core.py /tmp/core.py.orig",
-                _heredoc("/app/vendor/semverlite/core.py", _SVL_CORE),
+                heredoc("/app/vendor/semverlite/core.py", _SVL_CORE),
             ]
             for check, needed in checks:
                 if level >= needed:
@@ -2998,20 +3001,18 @@ class SemverPick(Family):
             ]
             if language:
                 source = _SVL_PICK_PY if language == "python" else _SVL_PICK_SH
-                steps.append(_program_step(language, program, source))
+                steps.append(program_step(language, program, source))
                 steps.append(
-                    f"diff <({_invoke(language, program)} /app/registry/index.txt"
+                    f"diff <({invoke(language, program)} /app/registry/index.txt"
                     " < /app/requirements.txt) /app/out/resolved.txt"
                 )
         else:
             if language:
                 source = {"python": _SV_PY, "bash": _SV_SH}[language]
-                steps.append(
-                    _program_step(language, program, source.replace("@LEVEL@", str(level)))
-                )
-                pick = _invoke(language, program)
+                steps.append(program_step(language, program, source.replace("@LEVEL@", str(level))))
+                pick = invoke(language, program)
             else:
-                steps.append(_heredoc("/tmp/pick.sh", _SV_SH.replace("@LEVEL@", str(level))))
+                steps.append(heredoc("/tmp/pick.sh", _SV_SH.replace("@LEVEL@", str(level))))
                 pick = "bash /tmp/pick.sh"
             steps += [
                 "printf 'a 1.2.9\\na 1.2.10\\na 2.0.0\\n' > /tmp/smoke_index.txt",
@@ -3047,11 +3048,11 @@ class SemverPick(Family):
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
         tests = (
-            _test_head(language, program)
+            fixture_test_head(language, program)
             + "\n\n"
             + _SV_ORACLE
             + "\n\n"
-            + _sources(sv_constraint, sv_world, sv_index_text)
+            + function_sources(sv_constraint, sv_world, sv_index_text)
             + "\n\n"
             + settings_lines(params)
             + named(_SV_TESTS)

@@ -7,13 +7,15 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from tmax.generate.audit import Rule
-from tmax.generate.families._common import LANGUAGE_NAMES, bullets, program_path
-from tmax.generate.families.scientific_computing import (
-    code_language,
+from tmax.generate.builders import (
+    LANGUAGE_NAMES,
+    bullets,
     heredoc,
+    language_or_bash,
     manifest_line,
-    start_service,
-    test_file,
+    manifest_test_file,
+    program_path,
+    start_detached_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
 
@@ -283,7 +285,7 @@ class AuthFailures(Family):
             files["logs/auth.log.2.gz"] = gzip.compress(text.encode(), mtime=0)
             logs.append("/app/logs/auth.log.2.gz")
         limit = rng.choice([3, 4, 5])
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/failures")
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         cfg = {
@@ -381,7 +383,9 @@ class AuthFailures(Family):
             instruction=body,
             solution="\n".join(lines),
             tests={
-                "test_task.py": test_file(cfg, "", "\nimport gzip\n" + _AUTH_ORACLE + _AUTH_TESTS)
+                "test_task.py": manifest_test_file(
+                    cfg, "", "\nimport gzip\n" + _AUTH_ORACLE + _AUTH_TESTS
+                )
             },
             files=files,
         )
@@ -660,7 +664,7 @@ class HealthService(Family):
             files[name] = "\n".join(lines) + "\n"
             logs.append("/app/" + name)
         serve = ctx.needs_service or ctx.verifier_kind == "multi_protocol"
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/health_report")
         code = ctx.needs_code
         line_port = 7000 + rng.randint(100, 899)
@@ -769,7 +773,9 @@ class HealthService(Family):
                 "@LINE_PORT@", str(line_port)
             ).replace("@HTTP_PORT@", str(http_port))
             lines.append(heredoc("/app/statusd.py", server))
-            lines.append(start_service("python3 /app/statusd.py", line_port, "/app/statusd.log"))
+            lines.append(
+                start_detached_service("python3 /app/statusd.py", line_port, "/app/statusd.log")
+            )
             lines.append(
                 f"for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/{http_port}) "
                 "2>/dev/null && break; sleep 0.1; done"
@@ -777,7 +783,7 @@ class HealthService(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _HEALTH_ORACLE + _HEALTH_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _HEALTH_ORACLE + _HEALTH_TESTS)},
             files=files,
             keep_agent_processes=serve,
         )
@@ -1078,7 +1084,7 @@ class CronLint(Family):
 
     def render(self, ctx: RenderContext) -> Draft:
         rng, level = ctx.rng, ctx.level
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         code = ctx.needs_code or ctx.verifier_kind == "adversarial_corpus"
         files: dict[str, str | bytes] = {}
         tabs = []
@@ -1214,7 +1220,7 @@ class CronLint(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _CRON_ORACLE + _CRON_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _CRON_ORACLE + _CRON_TESTS)},
             files=files,
         )
 
@@ -1381,7 +1387,7 @@ class BackupRotation(Family):
                 listing[name] = len(content.encode())
                 files[f"backups/{host}/{name}"] = content
             dirs[host] = dict(sorted(listing.items()))
-        lang = code_language(ctx)
+        lang = language_or_bash(ctx)
         prog = program_path(lang, "/app/rotate")
         code = ctx.needs_code or ctx.verifier_kind == "fuzz_equivalence"
         cfg = {
@@ -1467,6 +1473,6 @@ class BackupRotation(Family):
         return Draft(
             instruction=body,
             solution="\n".join(lines),
-            tests={"test_task.py": test_file(cfg, "", _ROTATE_ORACLE + _ROTATE_TESTS)},
+            tests={"test_task.py": manifest_test_file(cfg, "", _ROTATE_ORACLE + _ROTATE_TESTS)},
             files=files,
         )
