@@ -21,9 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tmax.generate.llm import LLMSettings, generate_llm_specs
 from tmax.generate.llm.check import CheckResult
 from tmax.generate.llm.prompts import base_dockerfile
+from tmax.generate.llm.settings import LLMSettings
+from tmax.generate.llm.shard import generate_llm_specs
 from tmax.models.scripted_server import Reply, scripted_server
 from tmax.taxonomy import TaskSpec
 

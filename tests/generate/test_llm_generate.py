@@ -19,9 +19,9 @@ from tests.generate.llm_support import (
     stage_of,
     stage_responder,
 )
-from tmax.generate.llm import generate_llm_specs
 from tmax.generate.llm.check import CheckResult, lint_dockerfile
 from tmax.generate.llm.pipeline import QUARANTINE_DIR, Quarantine, _environment_path
+from tmax.generate.llm.shard import generate_llm_specs
 from tmax.generate.procedural import TEST_SH, render_task
 from tmax.generate.stage import _reason_key, generate_for_backend, generation_report
 from tmax.models.client import ModelError

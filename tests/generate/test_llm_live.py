@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.generate.llm_support import FakeCheck, make_spec, settings_for
-from tmax.generate.llm import generate_llm_specs
 from tmax.generate.llm.pipeline import QUARANTINE_DIR
+from tmax.generate.llm.shard import generate_llm_specs
 from tmax.models.serve import ModelServer
 from tmax.models.tiny import ensure_tiny_model
 

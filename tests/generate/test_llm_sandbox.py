@@ -18,8 +18,8 @@ from tests.generate.llm_support import (
     settings_for,
     stage_responder,
 )
-from tmax.generate.llm import generate_llm_specs
 from tmax.generate.llm.check import SandboxCheck
+from tmax.generate.llm.shard import generate_llm_specs
 from tmax.generate.validate import check_task
 from tmax.models.scripted_server import Reply, scripted_server
 

@@ -10,7 +10,7 @@ import pytest
 
 from tmax.config import ConfigError, load_config, validate_config
 from tmax.generate.fingerprint import generation_params
-from tmax.generate.llm import LLMSettings
+from tmax.generate.llm.settings import LLMSettings
 
 
 def test_the_paper_config_selects_the_llm_backend_without_a_secret(root: Path) -> None:

@@ -63,7 +63,8 @@ def generate_for_backend(
         tier = (config or {}).get("generation", {}).get("tier", "full")
         return generate_shard(specs_path, output_dir, seed, tier)
     if backend == "llm":
-        from tmax.generate.llm import LLMSettings, generate_llm_shard
+        from tmax.generate.llm.settings import LLMSettings
+        from tmax.generate.llm.shard import generate_llm_shard
 
         try:
             settings = LLMSettings.from_config(config or {})

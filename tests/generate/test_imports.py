@@ -1,0 +1,159 @@
+"""No import cycles in ``tmax.generate``: a module of it can be imported first, alone,
+and its package ``__init__`` never runs half-way through a sibling's import.
+
+The graph is read from the source (``ast``), so a cycle fails here even where the
+current import order happens to work: a module imports what its module-level import
+statements name, and importing ``a.b.c`` imports the packages ``a`` and ``a.b`` first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def module_files(src: Path, package: str) -> dict[str, Path]:
+    """``{dotted module name: source file}`` of ``package`` and everything below it."""
+    files = {}
+    for path in sorted(src.joinpath(*package.split(".")).rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run when the module is imported: not those in
+    functions (they run when called) nor under ``if TYPE_CHECKING:`` (never run)."""
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            pending.extend(
+                child
+                for child in ast.iter_child_nodes(node)
+                if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+            )
+
+
+def imported_names(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """What one import statement of ``module`` may import: each module it names, and
+    for ``from x import y`` both ``x`` and ``x.y`` (``y`` may be a submodule)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        package = module if is_package else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}" if base else package
+    return [base] + [f"{base}.{alias.name}" for alias in node.names]
+
+
+def import_graph(src: Path, package: str) -> dict[str, set[str]]:
+    """``{module: the modules of package it imports when it is imported}``."""
+    files = module_files(src, package)
+    graph: dict[str, set[str]] = {module: set() for module in files}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in import_statements(tree):
+            for name in imported_names(module, is_package, node):
+                parts = name.split(".")
+                for end in range(1, len(parts) + 1):  # a.b.c imports a and a.b first
+                    target = ".".join(parts[:end])
+                    if target in files and target != module:
+                        graph[module].add(target)
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    lowlink: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = lowlink[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                lowlink[node] = min(lowlink[node], lowlink[target])
+            elif target in stack:
+                lowlink[node] = min(lowlink[node], index[target])
+        if lowlink[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def cycle_through(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One import cycle within a strongly connected ``component``, from its first module
+    back to it (the shortest, found breadth first)."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & members):
+                if target == start:
+                    return [*paths[node], start]
+                if target not in paths:
+                    paths[target] = [*paths[node], target]
+                    following.append(target)
+        frontier = following
+    raise ValueError(f"{component} is not strongly connected")
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Each cycle as ``a -> b -> a``, one for every component of two or more modules."""
+    return [
+        " -> ".join(cycle_through(graph, component)) + f"  (members: {', '.join(component)})"
+        for component in strongly_connected(graph)
+        if len(component) > 1
+    ]
+
+
+def test_tmax_generate_has_no_import_cycles() -> None:
+    graph = import_graph(SRC, "tmax.generate")
+    # The graph sees the imports: the generator registers its families by importing them.
+    assert "tmax.generate.families" in graph["tmax.generate.procedural"]
+    cycles = import_cycles(graph)
+    assert not cycles, "import cycles in tmax.generate:\n" + "\n".join(cycles)
+
+
+def test_a_package_that_re_exports_its_modules_is_a_cycle(tmp_path: Path) -> None:
+    """The shape both cycles of tmax.generate had: the package ``__init__`` imports a
+    module that imports a sibling by its full name, which imports the package first."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .shard import run\n")
+    (package / "shard.py").write_text(
+        "from pkg.settings import Settings\n\n\ndef run():\n    import pkg.later\n"
+    )
+    (package / "settings.py").write_text("Settings = dict\n")
+    (package / "later.py").write_text("import pkg\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.shard"] == {"pkg", "pkg.settings"}  # not pkg.later: inside a function
+    assert import_cycles(graph) == ["pkg -> pkg.shard -> pkg  (members: pkg, pkg.shard)"]
