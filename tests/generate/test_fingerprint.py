@@ -31,6 +31,7 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "families/easy/solution/solve.sh",
         "families/easy/instruction.md",
         "templates.py",
+        "builders.py",
         "families/personas.yaml",
     ],
 )
