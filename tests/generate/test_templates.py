@@ -32,7 +32,9 @@ def family(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Templates:
     (folder / "solution" / "solve.sh").write_text(
         'lines=({{ words | join(" ") }})\necho "${#lines[@]}" > {{ target }}\n'
     )
-    (folder / "tests" / "test_task.py").write_text("EXPECTED = {{ expected }}\n{## a note ##}")
+    (folder / "tests" / "test_task.py").write_text(
+        "EXPECTED = {{ expected }}\nNAME = {{ name | py }}\n{## a note ##}"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "a_family", raising=False)
     return Templates("a_family")
@@ -45,8 +47,8 @@ def test_a_template_renders_with_its_values_and_keeps_bash_as_written(family: Te
     assert family.render("solution/solve.sh", words=["a", "b"], target="/app/n.txt") == (
         'lines=(a b)\necho "${#lines[@]}" > /app/n.txt\n'
     )
-    assert family.render("tests/test_task.py", expected={"/app/n.txt": "2\n"}) == (
-        "EXPECTED = {'/app/n.txt': '2\\n'}\n"
+    assert family.render("tests/test_task.py", expected={"/app/n.txt": "2\n"}, name="it's") == (
+        "EXPECTED = {'/app/n.txt': '2\\n'}\nNAME = \"it's\"\n"
     )
 
 

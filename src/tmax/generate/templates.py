@@ -10,6 +10,7 @@ names it, never an empty string in a task.
 
 Jinja2's comment marker ``{#`` is also bash's length of a variable (``${#name}``), so
 template comments are written ``{## … ##}``; ``{{ … }}`` and ``{% … %}`` are as usual.
+``{{ value | py }}`` writes a value as a Python literal (its ``repr``), for the tests.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class Templates:
             comment_start_string="{##",
             comment_end_string="##}",
         )
+        # ``{{ value | py }}``: the value as a Python literal (repr), for tests/*.py
+        self.environment.filters["py"] = repr
 
     def render(self, path: str, **values: Any) -> str:
         """The file ``path`` of the folder (``tests/test_task.py``) with ``values`` in
