@@ -1,6 +1,6 @@
 """Procedural generation speed: materialisation and validation throughput.
 
-Run (root, after ./setup.sh): .venv/bin/python benchmarks/generate.py [--quick]
+Run (root, after ./setup.sh): .venv/bin/python benchmarks/generate.py [--quick] [--render-only]
 
 - materialisation: render + write task directories for specs of the paper config
   on one core (target >= 200 tasks/s), with render-only as the baseline;
@@ -29,6 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="only the render throughputs (no task directories, no sandboxes)",
+    )
     args = parser.parse_args()
     config = load_config(ROOT / "configs/paper.yaml")
     taxonomy = load_taxonomy()
@@ -39,6 +44,17 @@ def main() -> None:
     start = time.perf_counter()
     tasks = [render_task(spec, seed) for spec in specs]
     render = time.perf_counter() - start
+    embedded = load_config(ROOT / "config.yaml")
+    easy = sample_specs(taxonomy, SamplerSettings.from_config(embedded, taxonomy), 0, count)
+    start = time.perf_counter()
+    for spec in easy:
+        render_task(spec, embedded["seed"], tier=embedded["generation"]["tier"])
+    easy_render = time.perf_counter() - start
+    if args.render_only:
+        print(f"render only, {count} specs, one core: paper config (full tier) "
+              f"{count / render:.0f} tasks/s, embedded default (easy tier) "
+              f"{count / easy_render:.0f} tasks/s")  # fmt: skip
+        return
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         for spec in specs:
@@ -46,6 +62,7 @@ def main() -> None:
         full = time.perf_counter() - start
     print(f"materialisation, {count} paper-config specs, one core:")
     print(f"  render only         : {count / render:8.0f} tasks/s")
+    print(f"  render only, easy   : {count / easy_render:8.0f} tasks/s (embedded default's tier)")
     print(f"  render + write dirs : {count / full:8.0f} tasks/s (target >= 200)")
 
     sample = 6 if args.quick else 20
