@@ -4,6 +4,13 @@ and its package ``__init__`` never runs half-way through a sibling's import.
 The graph is read from the source (``ast``), so a cycle fails here even where the
 current import order happens to work: a module imports what its module-level import
 statements name, and importing ``a.b.c`` imports the packages ``a`` and ``a.b`` first.
+
+One edge is left out: a module's own enclosing packages, where the module reaches them
+only on the way to a submodule (``from a.b.c import x`` inside ``a.b.d``). Those
+packages are already being imported when the module runs, and nothing is read from
+them, so a domain package that imports its family folders, each of which imports a
+sibling helper module, works in every order. Reading a name from an enclosing package
+(``from a.b import helper``, ``helper`` not a module) is still an edge.
 """
 
 from __future__ import annotations
@@ -69,14 +76,29 @@ def import_graph(src: Path, package: str) -> dict[str, set[str]]:
     for module, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
+        enclosing = _enclosing(module)
         for node in import_statements(tree):
-            for name in imported_names(module, is_package, node):
+            names = imported_names(module, is_package, node)
+            for name in names:
                 parts = name.split(".")
                 for end in range(1, len(parts) + 1):  # a.b.c imports a and a.b first
                     target = ".".join(parts[:end])
+                    on_the_way = end < len(parts) or (
+                        isinstance(node, ast.ImportFrom)
+                        and name == names[0]
+                        and all(other in files for other in names[1:])
+                    )
+                    if target in enclosing and on_the_way:
+                        continue  # already importing: reached only for its submodules
                     if target in files and target != module:
                         graph[module].add(target)
     return graph
+
+
+def _enclosing(module: str) -> set[str]:
+    """The packages that contain ``module`` (``a`` and ``a.b`` for ``a.b.c``)."""
+    parts = module.split(".")
+    return {".".join(parts[:end]) for end in range(1, len(parts))}
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -145,15 +167,35 @@ def test_tmax_generate_has_no_import_cycles() -> None:
 
 def test_a_package_that_re_exports_its_modules_is_a_cycle(tmp_path: Path) -> None:
     """The shape both cycles of tmax.generate had: the package ``__init__`` imports a
-    module that imports a sibling by its full name, which imports the package first."""
+    module that reads a name from the package (or from a sibling that does)."""
     package = tmp_path / "pkg"
     package.mkdir()
-    (package / "__init__.py").write_text("from .shard import run\n")
+    (package / "__init__.py").write_text("from .shard import run\nLIMIT = 3\n")
     (package / "shard.py").write_text(
         "from pkg.settings import Settings\n\n\ndef run():\n    import pkg.later\n"
     )
-    (package / "settings.py").write_text("Settings = dict\n")
+    (package / "settings.py").write_text("from pkg import LIMIT\nSettings = dict\n")
     (package / "later.py").write_text("import pkg\n")
     graph = import_graph(tmp_path, "pkg")
-    assert graph["pkg.shard"] == {"pkg", "pkg.settings"}  # not pkg.later: inside a function
-    assert import_cycles(graph) == ["pkg -> pkg.shard -> pkg  (members: pkg, pkg.shard)"]
+    assert graph["pkg.shard"] == {"pkg.settings"}  # not pkg.later: inside a function
+    assert graph["pkg.settings"] == {"pkg"}  # LIMIT is read from the half-imported package
+    assert import_cycles(graph) == [
+        "pkg -> pkg.shard -> pkg.settings -> pkg  (members: pkg, pkg.settings, pkg.shard)"
+    ]
+
+
+def test_a_package_importing_its_own_folders_is_not_a_cycle(tmp_path: Path) -> None:
+    """A domain package registering its family folders, one of which imports a helper
+    module beside it by its full name: the packages on the way are being imported
+    already, and nothing is read from them."""
+    domain = tmp_path / "pkg" / "domain"
+    (domain / "family").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg import domain\n")
+    (domain / "__init__.py").write_text("from pkg.domain import family\n")
+    (domain / "family" / "__init__.py").write_text(
+        "from pkg.domain import shared\nfrom pkg.domain.shared import helper\n"
+    )
+    (domain / "shared.py").write_text("def helper():\n    return 1\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.domain.family"] == {"pkg.domain.shared"}
+    assert import_cycles(graph) == []
