@@ -37,9 +37,12 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+def import_statements(
+    tree: ast.Module, in_functions: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom]:
     """The import statements that run when the module is imported: not those in
-    functions (they run when called) nor under ``if TYPE_CHECKING:`` (never run)."""
+    functions (they run when called; ``in_functions``: those too) nor under
+    ``if TYPE_CHECKING:`` (never run)."""
     pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
@@ -47,7 +50,7 @@ def import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]
             yield node
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
             pending.extend(node.orelse)
-        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        elif in_functions or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             pending.extend(
                 child
                 for child in ast.iter_child_nodes(node)
@@ -69,15 +72,16 @@ def imported_names(module: str, is_package: bool, node: ast.Import | ast.ImportF
     return [base] + [f"{base}.{alias.name}" for alias in node.names]
 
 
-def import_graph(src: Path, package: str) -> dict[str, set[str]]:
-    """``{module: the modules of package it imports when it is imported}``."""
+def import_graph(src: Path, package: str, in_functions: bool = False) -> dict[str, set[str]]:
+    """``{module: the modules of package it imports when it is imported}`` (and, with
+    ``in_functions``, when its functions run)."""
     files = module_files(src, package)
     graph: dict[str, set[str]] = {module: set() for module in files}
     for module, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         enclosing = _enclosing(module)
-        for node in import_statements(tree):
+        for node in import_statements(tree, in_functions):
             names = imported_names(module, is_package, node)
             for name in names:
                 parts = name.split(".")

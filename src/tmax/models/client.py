@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from tmax.models.toolcalls import ToolCall, parse_completion
+
 log = logging.getLogger("tmax.models")
 
 Message = dict[str, Any]
@@ -35,32 +37,6 @@ class ModelError(RuntimeError):
 
 class ContextLengthExceeded(RuntimeError):
     """The request no longer fits the model's context: the episode ends, reward 0."""
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One native tool call; ``arguments`` is the raw JSON text the model wrote."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a dict; ``ValueError`` names what is wrong with them."""
-        try:
-            value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError as error:
-            raise ValueError(f"arguments of {self.name!r} are not valid JSON: {error}") from None
-        if not isinstance(value, dict):
-            raise ValueError(f"arguments of {self.name!r} must be a JSON object")
-        return value
-
-    def to_message(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
 
 
 @dataclass(frozen=True)
@@ -323,8 +299,6 @@ class CompletionsChatModel(OpenAIChatModel):
         top_p: float | None = None,
         seed: int | None = None,
     ) -> Completion:
-        from tmax.models.toolcalls import parse_completion
-
         prompt = self.tokenizer.apply_chat_template(
             list(messages), tools=list(tools) if tools else None, tokenize=False,
             add_generation_prompt=True,

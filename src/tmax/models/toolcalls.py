@@ -11,8 +11,35 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
-from tmax.models.client import ToolCall
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One native tool call; ``arguments`` is the raw JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; ``ValueError`` names what is wrong with them."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as error:
+            raise ValueError(f"arguments of {self.name!r} are not valid JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"arguments of {self.name!r} must be a JSON object")
+        return value
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')

@@ -70,6 +70,14 @@ from tmax.sandbox.base import (
 )
 from tmax.sandbox.images import BASE_IMAGE_NAME, ImageError, domain_definition
 from tmax.sandbox.storage import made_once, private_copy, sandbox_root
+from tmax.sandbox.task_image import (
+    apply_steps,
+    dockerfile_instructions,
+    domain_base,
+    fold_steps,
+    layered_image,
+)
+from tmax.tasks import Task
 
 log = logging.getLogger("tmax.sandbox.apptainer")
 
@@ -310,6 +318,31 @@ class ApptainerSandbox(Sandbox):
     user_mode_network = True
     oom_inside = False  # the host's cgroup tree shows through: OOM counts would be wrong
     own_user_namespace = True  # unprivileged: the namespaces need a user namespace
+    checks_node_first = True  # an HPC node may lack what a sandbox needs (preflight.py)
+
+    @classmethod
+    def for_task(
+        cls, task_dir: Path, task: Task, limits: Limits, **common: Any
+    ) -> ApptainerSandbox:
+        """A prebuilt image pulled as is; a Dockerfile of the task's own: a SIF of its
+        own; a domain base plus simple steps: the domain's SIF (built once, in the images
+        stage) and the steps applied at start, as bwrap does: no per-task build, no
+        registry on the compute node."""
+        prebuilt = task.config.get("environment", "docker_image")
+        if prebuilt:  # its WORKDIR is not known without pulling it: the session's default
+            return cls(f"docker://{prebuilt}", limits, **common)
+        layered = layered_image(task_dir)
+        if layered is None:  # a Dockerfile of its own: a SIF of its own (ENV is in it)
+            dockerfile = task_dir / "environment" / "Dockerfile"
+            _, workdir = fold_steps(dockerfile_instructions(dockerfile.read_text()), {}, "/")
+            return cls(str(task_sif(task_dir, task.name)), limits, workdir=workdir, **common)
+        base_steps = dockerfile_instructions(domain_definition(layered.domain).read_text())
+        _, workdir = fold_steps(base_steps, {}, "/")  # the base's ENV is in the SIF
+        env, workdir = fold_steps(layered.steps, {}, workdir)
+        image = str(domain_base(domain_sif, layered.domain))
+        box = cls(image, limits, env=env, workdir=workdir, **common)
+        box.on_start.append(apply_steps(task_dir, layered.steps))
+        return box
 
     def __init__(
         self,

@@ -630,6 +630,15 @@ class Sandbox(ABC):
     own (the control shell has no CAP_SYS_ADMIN, as under unprivileged Apptainer)."""
     dir: Path
     """The sandbox's own directory on the host (each backend sets it)."""
+    checks_node_first: ClassVar[bool] = False
+    """Whether a node is checked once (tmax.sandbox.preflight) before its first task's
+    sandbox: where a missing piece of the node would otherwise fail every episode."""
+
+    @classmethod
+    @abstractmethod
+    def for_task(cls, task_dir: Path, task: Task, limits: Limits, **common: Any) -> Self:
+        """A (not yet started) sandbox for the task in ``task_dir``, its image prepared
+        the way this backend runs it (``common``: toolbox, run_id, name)."""
 
     def __init__(
         self,

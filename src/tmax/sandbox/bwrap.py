@@ -38,7 +38,17 @@ from tmax.sandbox.base import (
     SandboxError,
     stop_pasta,
 )
+from tmax.sandbox.images import rootfs_config, rootfs_from_podman
 from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, storage_image
+from tmax.sandbox.task_image import (
+    apply_steps,
+    cached_domain_rootfs,
+    domain_base,
+    fold_steps,
+    layered_image,
+    task_image,
+)
+from tmax.tasks import Task
 
 log = logging.getLogger("tmax.sandbox.bwrap")
 
@@ -143,6 +153,22 @@ cannot lift the routes that keep the host's addresses out of reach."""
 class BwrapSandbox(Sandbox):
     backend = "bwrap"
     user_mode_network = True
+
+    @classmethod
+    def for_task(cls, task_dir: Path, task: Task, limits: Limits, **common: Any) -> BwrapSandbox:
+        """A Dockerfile that is a domain base plus simple steps: the base's exported
+        root file system, the steps applied at start (no per-task build). Anything else:
+        the task's image built with podman, its file system used."""
+        layered = layered_image(task_dir)
+        if layered is None:
+            rootfs = rootfs_from_podman(task_image(task_dir, task))
+            env, workdir = rootfs_config(rootfs)
+            return cls(rootfs, limits, env=env, workdir=workdir, **common)
+        rootfs = domain_base(cached_domain_rootfs, layered.domain)
+        env, workdir = fold_steps(layered.steps, *rootfs_config(rootfs))
+        box = cls(rootfs, limits, env=env, workdir=workdir, **common)
+        box.on_start.append(apply_steps(task_dir, layered.steps))
+        return box
 
     def __init__(
         self,

@@ -36,8 +36,10 @@ from tmax.sandbox.base import (
     SandboxError,
     capability_names,
 )
-from tmax.sandbox.images import podman_image_settings
+from tmax.sandbox.images import podman_image_config, podman_image_settings
 from tmax.sandbox.storage import mount_script, private_copy, sandbox_root, storage_image
+from tmax.sandbox.task_image import task_image
+from tmax.tasks import Task
 
 log = logging.getLogger("tmax.sandbox.podman")
 
@@ -64,6 +66,13 @@ def _podman(
 
 class PodmanSandbox(Sandbox):
     backend = "podman"
+
+    @classmethod
+    def for_task(cls, task_dir: Path, task: Task, limits: Limits, **common: Any) -> PodmanSandbox:
+        """The task's image built (or its prebuilt one), run with its WORKDIR."""
+        image = task_image(task_dir, task)
+        _, workdir = podman_image_config(image)
+        return cls(image, limits, workdir=workdir, **common)
 
     def __init__(self, image: str, limits: Limits | None = None, *, toolbox: Path, **kwargs: Any):
         super().__init__(image, limits, **kwargs)

@@ -22,11 +22,15 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from tmax.io import write_json
-from tmax.sandbox.base import NodeError, Sandbox, SandboxError
+from tmax.sandbox import backend_class
+from tmax.sandbox.base import Limits, NodeError, Sandbox, SandboxError
 from tmax.sandbox.images import domain_definition
 from tmax.sandbox.storage import sandbox_root
+from tmax.sandbox.task_image import cached_toolbox
+from tmax.tasks import read_task
 
 PROBE_MB = 200
 
@@ -79,15 +83,23 @@ def _in_sandbox(box: Sandbox, name: str, command: str, expect: str, advice: str)
     return Check(name, "FAIL", f"{output[-300:] or f'exit {result.exit_code}'} -> {advice}")
 
 
+def _probe_sandbox(task_dir: Path, backend: str, **limit_overrides: Any) -> Sandbox:
+    """The probe task's sandbox, made as any task's is
+    (tmax.sandbox.episode.sandbox_for_task), without checking the node first."""
+    task = read_task(task_dir)
+    return backend_class(backend).for_task(
+        task_dir, task, Limits.from_task(task, **limit_overrides),
+        toolbox=cached_toolbox(), run_id="preflight", name=task.name,
+    )  # fmt: skip
+
+
 def preflight(backend: str) -> list[Check]:
     """Start a probe sandbox on ``backend`` and check what episodes rely on."""
-    from tmax.sandbox.episode import sandbox_for_task
-
     checks: list[Check] = []
     with tempfile.TemporaryDirectory(prefix="tmax-preflight-") as scratch:
         task = _probe_task(Path(scratch))
         try:
-            box = sandbox_for_task(task, backend, run_id="preflight", preflight=False)
+            box = _probe_sandbox(task, backend)
         except Exception as error:
             advice = "build the images first (snakemake images, on a node with network)"
             return [Check("image", "FAIL", f"{type(error).__name__}: {error} -> {advice}")]
@@ -110,8 +122,7 @@ def _network_check(backend: str, task: Path) -> Check:
     address, the loopback included). Where it does, or cannot start, episodes of tasks
     without network still run: "degraded", with what a phase with network can reach."""
     from tmax.sandbox.base import host_addresses
-    from tmax.sandbox.episode import sandbox_for_task
-    from tmax.sandbox.redteam import HostServer
+    from tmax.sandbox.host_server import HostServer
 
     try:
         with HostServer() as server:
@@ -120,8 +131,7 @@ def _network_check(backend: str, task: Path) -> Check:
                 f"(exec 3<>/dev/tcp/{a}/{server.port}) 2>/dev/null && echo reached {a}"
                 for a in targets
             )
-            with sandbox_for_task(task, backend, run_id="preflight", preflight=False,
-                                  network=True) as box:  # fmt: skip
+            with _probe_sandbox(task, backend, network=True) as box:
                 reached = box.run(f"{probe}; echo done", timeout=60).output.split()
                 how = box.host_reach
     except SandboxError as error:

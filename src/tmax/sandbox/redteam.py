@@ -15,17 +15,15 @@ counts, and the test suite runs a cut-down matrix.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 import shlex
-import socket
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from tmax.sandbox.base import SandboxDied, SandboxError, host_addresses
 from tmax.sandbox.episode import sandbox_for_task
+from tmax.sandbox.host_server import HostServer
 
 FORGE = "/tmp/.tmax-forge.sh"
 """Where the deliverable attacks put the shell payload every planted program calls."""
@@ -164,43 +162,6 @@ _REACH = (
 """Connect to the host's loopback and every address of its own, on the server's port
 and where model servers and rendezvous stores listen, from the agent's session and from
 the programs the tests run."""
-
-
-class HostServer:
-    """A TCP server on the host that counts the connections reaching it and answers each
-    with ``reply``: on every address (dual-stack where the host has IPv6, the loopback
-    included) unless ``host`` names one."""
-
-    def __init__(self, host: str = "", reply: bytes = b"") -> None:
-        dual = not host and socket.has_dualstack_ipv6()
-        family = socket.AF_INET6 if dual else socket.AF_INET
-        self.socket = socket.create_server((host, 0), family=family, dualstack_ipv6=dual)
-        self.socket.settimeout(0.2)
-        self.port: int = self.socket.getsockname()[1]
-        self.reply = reply
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.socket.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            with contextlib.suppress(OSError):
-                conn.sendall(self.reply)
-            conn.close()
-
-    def __enter__(self) -> HostServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.socket.close()
 
 
 def _forge_file() -> str:
