@@ -23,9 +23,15 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def module_files(src: Path, package: str) -> dict[str, Path]:
-    """``{dotted module name: source file}`` of ``package`` and everything below it."""
+    """``{dotted module name: source file}`` of ``package`` and everything below it:
+    the ``.py`` files of its packages, not those of a family's template folders
+    (``tests/``, ``solution/``: no ``__init__.py``), which are task files, not modules."""
     files = {}
-    for path in sorted(src.joinpath(*package.split(".")).rglob("*.py")):
+    root = src.joinpath(*package.split("."))
+    for path in sorted(root.rglob("*.py")):
+        folders = [path.parent, *(p for p in path.parent.parents if p.is_relative_to(root))]
+        if not all((folder / "__init__.py").is_file() for folder in folders):
+            continue
         parts = path.relative_to(src).with_suffix("").parts
         files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return files
