@@ -7,19 +7,16 @@ from typing import ClassVar
 from tmax.generate.audit import Rule
 from tmax.generate.builders import (
     asked_program_language,
-    build_step,
     fixture_test_head,
     function_sources,
-    heredoc,
     invoke,
-    numbered,
     program_path,
     program_sentence,
-    program_step,
     settings_lines,
     sha256_hex,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
+from tmax.generate.templates import templates
 
 BO_NAMES = (
     "auth-lib billing-core http-utils ui-kit search-api notify ledger reports etl-jobs "
@@ -129,135 +126,6 @@ def bo_manifest(graph, rng):
     return "\n".join(lines) + "\n"
 
 
-_BO_PY = (
-    """#!/usr/bin/env python3
-\"\"\"Print the build order of a manifest (`name: dep dep` lines), one package per line.\"\"\"
-import sys
-
-"""
-    + function_sources(bo_parse, bo_order)
-    + """
-
-
-def main():
-    order, _blocked = bo_order(bo_parse(open(sys.argv[1], encoding="utf-8").read()))
-    sys.stdout.write("".join(p + "\\n" for p in order))
-
-
-if __name__ == "__main__":
-    main()
-"""
-)
-
-_BO_SH = r"""#!/bin/bash
-# Print the build order of a manifest (`name: dep dep` lines), one package per line.
-export LC_ALL=C
-declare -A deps=() known=() done=()
-while IFS= read -r line || [[ -n $line ]]; do
-  line=${line#"${line%%[![:space:]]*}"}
-  [[ -z $line || $line == \#* ]] && continue
-  name=${line%%:*}
-  name=${name%"${name##*[![:space:]]}"}
-  deps[$name]=${line#*:}
-  known[$name]=1
-done < "$1"
-mapfile -t names < <(printf '%s\n' "${!known[@]}" | sort)
-[[ ${#known[@]} -eq 0 ]] && exit 0
-while :; do
-  picked=""
-  for name in "${names[@]}"; do
-    [[ -n ${done[$name]+x} ]] && continue
-    ready=1
-    for dep in ${deps[$name]}; do
-      if [[ -n ${known[$dep]+x} && -z ${done[$dep]+x} ]]; then ready=0; break; fi
-    done
-    if ((ready)); then picked=$name; break; fi
-  done
-  [[ -z $picked ]] && break
-  done[$picked]=1
-  printf '%s\n' "$picked"
-done
-"""
-
-_BO_C = r"""/* Print the build order of a manifest (`name: dep dep` lines), one package per line. */
-#define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define MAXP 4096
-
-static char *names[MAXP];
-static char *deplist[MAXP];
-static int count;
-
-static int cmp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int lookup(const char *name) {
-    for (int i = 0; i < count; i++)
-        if (!strcmp(names[i], name)) return i;
-    return -1;
-}
-
-int main(int argc, char **argv) {
-    static char line[65536];
-    if (argc < 2) return 2;
-    FILE *in = fopen(argv[1], "r");
-    if (!in) return perror(argv[1]), 1;
-    char *raw_names[MAXP], *raw_deps[MAXP];
-    int raw = 0;
-    while (fgets(line, sizeof line, in) && raw < MAXP) {
-        char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        s[strcspn(s, "\r\n")] = 0;
-        if (!*s || *s == '#') continue;
-        char *colon = strchr(s, ':');
-        char *rest = colon ? colon + 1 : s + strlen(s);
-        if (colon) *colon = 0;
-        size_t n = strlen(s);
-        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
-        raw_names[raw] = strdup(s);
-        raw_deps[raw++] = strdup(rest);
-    }
-    fclose(in);
-    for (int i = 0; i < raw; i++) names[count++] = raw_names[i];
-    qsort(names, count, sizeof names[0], cmp);
-    for (int i = 0; i < count; i++)
-        for (int j = 0; j < raw; j++)
-            if (names[i] == raw_names[j]) deplist[i] = raw_deps[j];
-    /* requirement indexes per package (-1 for third-party names) */
-    int *reqs[MAXP], nreq[MAXP];
-    for (int i = 0; i < count; i++) {
-        reqs[i] = malloc(sizeof(int) * (strlen(deplist[i]) / 2 + 1));
-        nreq[i] = 0;
-        char *copy = strdup(deplist[i]);
-        for (char *tok = strtok(copy, " \t"); tok; tok = strtok(NULL, " \t")) {
-            int k = lookup(tok);
-            if (k >= 0) reqs[i][nreq[i]++] = k;
-        }
-        free(copy);
-    }
-    static char built[MAXP];
-    for (;;) {
-        int picked = -1;
-        for (int i = 0; i < count && picked < 0; i++) {
-            if (built[i]) continue;
-            int ready = 1;
-            for (int k = 0; k < nreq[i]; k++)
-                if (!built[reqs[i][k]]) ready = 0;
-            if (ready) picked = i;
-        }
-        if (picked < 0) break;
-        built[picked] = 1;
-        puts(names[picked]);
-    }
-    return 0;
-}
-"""
-
-
 def _bo_ini(name: str, deps: list[str], version: str, bare: bool, key: str) -> str:
     lines = ["[package]", f"name = {name}", f"version = {version}"]
     if deps or not bare:
@@ -361,154 +229,29 @@ class BuildOrder(Family):
             files[change_list] = "\n".join(changes) + "\n"
         hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
-        rule = (
-            "A package can be built once every requirement that is a package of this repo has "
-            "been built. Whenever several packages are ready, build the one whose name comes "
-            "first in byte order."
+        program = program_path(language, "/app/buildorder") if language else None
+        folder = templates(__name__)
+        extension = {"python": "py", "bash": "sh", "c": "c"}[language or "bash"]
+        source = folder.render(
+            f"solution/buildorder.{extension}", functions=function_sources(bo_parse, bo_order)
         )
-        if level >= 2:
-            rule += (
-                " Requirements that are not packages of the repo are third-party and already "
-                "installed. Some requirements form cycles; a package in a cycle, or one that "
-                "needs such a package, directly or not, can never be built."
-            )
-        if level <= 2:
-            where = (
-                f"`/app/repo/{manifest}` lists the packages of our {repo}, one `name: "
-                "requirement requirement ...` line each (`#` starts a comment)."
-            )
-        else:
-            where = (
-                f"Each package of our {repo} lives in a directory under `/app/repo/` with a "
-                f"`{ini}` (`[package]` section with `name`, `version` and optionally "
-                f"`{key}`, a comma-separated list of requirements). Directories without one are "
-                "not packages."
-            )
-            if level >= 4:
-                where += " Careful: a few directories are not named after their package."
-        deliverables = [
-            f"`{out}/build_order.txt`: the packages that can be built, one per line, in build "
-            "order."
-        ]
-        if level >= 2:
-            deliverables.append(
-                f"`{out}/blocked.txt`: the packages that can never be built, sorted."
-            )
-        if level >= 3:
-            deliverables.append(
-                f"`{out}/rebuild.txt`: `/app/{change_list}` lists files changed in a pull "
-                "request. The packages owning a changed file, plus every package that requires "
-                "one of them directly or indirectly, must be rebuilt: list the buildable ones "
-                "in build order."
-            )
-        if level >= 4:
-            deliverables.append(
-                f"`{out}/waves.txt`: parallel build waves. A buildable package with no "
-                "requirement inside the repo is in wave 1; otherwise its wave is one more than "
-                "the highest wave among its in-repo requirements. One line per wave, "
-                "`K: name name ...` (names sorted), K ascending."
-            )
-            deliverables.append(
-                f"`{out}/summary.json`: `packages` (all packages), `buildable`, `blocked`, "
-                "`waves` (number of waves) and `rebuild` (lines of rebuild.txt)."
-            )
-        body = [
-            opener + where + " " + rule,
-            f"{ask} (leave the input files as they are):\n" + numbered(deliverables),
-        ]
-        program = None
-        if language:
-            program = program_path(language, "/app/buildorder")
-            body.append(
-                "CI should compute this itself from now on, so I need a program that takes "
-                "the path of a manifest in the `name: requirement ...` line format (blank lines "
-                "and `#` comments allowed) and prints the buildable packages in build order, "
-                "one per line. "
-                + (
-                    "It must cope with any manifest: requirements that are not packages of the "
-                    "manifest are third-party and already installed, and a package in a "
-                    "requirement cycle, or one that needs such a package, is never built. "
-                    if level == 1
-                    else ""
-                )
-                + program_sentence(language, program)
-            )
-        instruction = "\n\n".join(body)
-
-        steps = ["mkdir -p /app/out"]
-        if language:
-            source = {"python": _BO_PY, "bash": _BO_SH, "c": _BO_C}[language]
-            steps.append(program_step(language, program, source))
-            steps.append(build_step(language, program))
-            tool = invoke(language, program)
-        else:
-            steps.append(heredoc("/tmp/buildorder.sh", _BO_SH))
-            tool = "bash /tmp/buildorder.sh"
-        if level <= 2:
-            steps.append("cp /app/repo/deps.txt /tmp/manifest.txt")
-        else:
-            steps += [
-                "ls /app/repo",
-                "for f in /app/repo/*/package.ini; do awk -F' *= *' '$1 == \"name\" {n = $2}"
-                ' $1 == "requires" {r = $2} END {gsub(/,/, " ", r); print n ": " r}\''
-                ' "$f"; done > /tmp/manifest.txt',
-                "for f in /app/repo/*/package.ini; do printf '%s %s\\n' \"$(basename"
-                ' "$(dirname "$f")")" "$(awk -F\' *= *\' \'$1 == "name" {print $2}\' "$f")";'
-                " done > /tmp/dirs.txt",
-            ]
-        steps.append(f"{tool} /tmp/manifest.txt > /app/out/build_order.txt")
-        if level >= 2:
-            steps += [
-                "grep -v '^#' /tmp/manifest.txt | grep . | cut -d: -f1 | sed 's/ *$//'"
-                " | LC_ALL=C sort > /tmp/all.txt",
-                "LC_ALL=C sort /app/out/build_order.txt > /tmp/built.txt",
-                "LC_ALL=C comm -23 /tmp/all.txt /tmp/built.txt > /app/out/blocked.txt",
-            ]
-        if level >= 3:
-            steps += [
-                'awk \'NR == FNR {m[$1] = $2; next} {split($0, p, "/");'
-                ' if (p[1] == "repo" && (p[2] in m)) print m[p[2]]}\' /tmp/dirs.txt'
-                " /app/changes.txt | LC_ALL=C sort -u > /tmp/rebuild.set",
-                'while :; do awk \'NR == FNR {s[$1] = 1; next} {split($0, a, ":"); n = a[1];'
-                ' if (n in s) next; k = split(a[2], d, " "); for (i = 1; i <= k; i++)'
-                " if (d[i] in s) {print n; break}}' /tmp/rebuild.set /tmp/manifest.txt"
-                " > /tmp/more.txt; [ -s /tmp/more.txt ] || break;"
-                " cat /tmp/more.txt >> /tmp/rebuild.set; done",
-                "grep -Fxf /tmp/rebuild.set /app/out/build_order.txt > /app/out/rebuild.txt"
-                " || true",
-            ]
-        if level >= 4:
-            steps += [
-                'awk \'NR == FNR {split($0, a, ":"); deps[a[1]] = a[2]; next}'
-                ' {k = split(deps[$1], d, " "); m = 0; for (i = 1; i <= k; i++)'
-                " if ((d[i] in lvl) && lvl[d[i]] > m) m = lvl[d[i]]; lvl[$1] = m + 1;"
-                " print m + 1, $1}' /tmp/manifest.txt /app/out/build_order.txt"
-                " | LC_ALL=C sort -k1,1n -k2,2 > /tmp/levels.txt",
-                'awk \'$1 != w {if (NR > 1) print line; w = $1; line = $1 ":"}'
-                ' {line = line " " $2} END {if (NR) print line}\' /tmp/levels.txt'
-                " > /app/out/waves.txt",
-                'printf \'{"packages": %d, "buildable": %d, "blocked": %d, "waves": %d,'
-                ' "rebuild": %d}\\n\' $(wc -l < /tmp/all.txt) $(wc -l < /app/out/build_order.txt)'
-                " $(wc -l < /app/out/blocked.txt) $(wc -l < /app/out/waves.txt)"
-                " $(wc -l < /app/out/rebuild.txt) > /app/out/summary.json",
-                "cat /app/out/summary.json",
-            ]
-        # the reference steps and the tests are written for the default names
-        names = {
-            "/app/out": out,
-            "/app/repo/deps.txt": f"/app/repo/{manifest}",
-            "package.ini": ini,
-            '"requires"': f'"{key}"',
-            "/app/changes.txt": f"/app/{change_list}",
+        values = {
+            "level": level,
+            "language": language,
+            "opener": opener,
+            "ask": ask,
+            "repo": repo,
+            "out": out,
+            "manifest": manifest,
+            "ini": ini,
+            "key": key,
+            "change_list": change_list,
+            "program": program,
+            "program_dir": program.rsplit("/", 1)[0] if program else None,
+            "program_sentence": program_sentence(language, program) if language else None,
+            "source": source.strip(),
+            "tool": invoke(language, program) if language else "bash /tmp/buildorder.sh",
         }
-
-        def named(text: str) -> str:
-            for default, chosen in names.items():
-                text = text.replace(default, chosen)
-            return text
-
-        solution = named("\n".join(s for s in steps if s))
-
         params = {
             "level": level,
             "code": language is not None,
@@ -516,106 +259,21 @@ class BuildOrder(Family):
             "cases": {1: 5, 2: 8, 3: 12, 4: 16}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
-        tests = (
-            fixture_test_head(language, program)
-            + "\n\n"
-            + f"BO_NAMES = {BO_NAMES!r}\nBO_EXTERNAL = {BO_EXTERNAL!r}\n\n"
-            + function_sources(bo_parse, bo_order, bo_waves, bo_rebuild, bo_graph, bo_manifest)
-            + "\n\n"
-            + settings_lines(params)
-            + named(_BO_TESTS)
+        tests = folder.render(
+            "tests/test_task.py",
+            head=fixture_test_head(language, program),
+            names=BO_NAMES,
+            external=BO_EXTERNAL,
+            functions=function_sources(
+                bo_parse, bo_order, bo_waves, bo_rebuild, bo_graph, bo_manifest
+            ),
+            settings=settings_lines(params),
+            **values,
         )
         return Draft(
-            instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
+            instruction=folder.render("instruction.md", **values),
+            # the steps are lines joined by newlines: none after the last
+            solution=folder.render("solution/solve.sh", **values).rstrip("\n"),
+            tests={"test_task.py": tests},
+            files=files,
         )
-
-
-_BO_TESTS = """
-LEVEL = CFG["level"]
-
-
-def load():
-    if LEVEL <= 2:
-        return bo_parse(Path("/app/repo/deps.txt").read_text()), {}
-    graph, dirs = {}, {}
-    for ini in sorted(Path("/app/repo").glob("*/package.ini")):
-        fields = {}
-        for line in ini.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep:
-                fields[key.strip()] = value.strip()
-        requires = fields.get("requires", "").split(",")
-        graph[fields["name"]] = [r.strip() for r in requires if r.strip()]
-        dirs[ini.parent.name] = fields["name"]
-    return graph, dirs
-
-
-GRAPH, DIRS = load()
-ORDER, BLOCKED = bo_order(GRAPH)
-
-
-def lines(items):
-    return "".join(f"{i}\\n" for i in items)
-
-
-def test_inputs_untouched():
-    check_fixtures(CFG["hashes"])
-
-
-def test_build_order():
-    assert read("/app/out/build_order.txt") == lines(ORDER), "build_order.txt is wrong"
-
-
-def test_blocked():
-    if CFG["level"] >= 2:
-        assert read("/app/out/blocked.txt") == lines(BLOCKED), "blocked.txt is wrong"
-
-
-def rebuild():
-    changed = set()
-    for path in Path("/app/changes.txt").read_text().split():
-        parts = path.split("/")
-        if parts[0] == "repo" and len(parts) > 2 and parts[1] in DIRS:
-            changed.add(DIRS[parts[1]])
-    return bo_rebuild(GRAPH, ORDER, sorted(changed))
-
-
-def test_rebuild():
-    if CFG["level"] >= 3:
-        assert read("/app/out/rebuild.txt") == lines(rebuild()), "rebuild.txt is wrong"
-
-
-def test_waves_and_summary():
-    if CFG["level"] >= 4:
-        waves = bo_waves(GRAPH, ORDER)
-        expected = "".join(f"{k}: {' '.join(w)}\\n" for k, w in enumerate(waves, 1))
-        assert read("/app/out/waves.txt") == expected, "waves.txt is wrong"
-        summary = json.loads(read("/app/out/summary.json"))
-        want = {
-            "packages": len(GRAPH),
-            "buildable": len(ORDER),
-            "blocked": len(BLOCKED),
-            "waves": len(waves),
-            "rebuild": len(rebuild()),
-        }
-        for key, value in want.items():
-            got = summary.get(key)
-            assert got == value, f"summary.json {key}: {got!r} != {value}"
-
-
-def test_program_on_fresh_graphs(tmp_path):
-    if not CFG["code"]:
-        return
-    rng = random.Random(8086)
-    for case in range(CFG["cases"]):
-        graph = bo_graph(rng, rng.randint(1, 30), max(LEVEL, 2) if case % 2 else LEVEL)
-        path = tmp_path / f"deps{case}.txt"
-        path.write_text(bo_manifest(graph, rng))
-        done = run([path])
-        assert done.returncode == 0, f"case {case} failed: {done.stderr[-1500:]}"
-        expected = lines(bo_order(graph)[0])
-        assert done.stdout == expected, (
-            f"case {case}: wrong order for\\n{path.read_text()}\\n--- got\\n{done.stdout}"
-            f"\\n--- expected\\n{expected}"
-        )
-"""
