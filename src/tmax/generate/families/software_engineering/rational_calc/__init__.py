@@ -7,21 +7,16 @@ from typing import ClassVar
 from tmax.generate.audit import Rule
 from tmax.generate.builders import (
     asked_program_language,
-    build_step,
-    bullets,
     fixture_test_head,
     function_sources,
-    heredoc,
     invoke,
-    numbered,
     program_path,
     program_sentence,
-    program_step,
     settings_lines,
     sha256_hex,
 )
-from tmax.generate.families.software_engineering._shared import renamer
 from tmax.generate.family import Draft, Family, RenderContext, register
+from tmax.generate.templates import templates
 
 
 def rc_eval(text, limit=None):
@@ -145,262 +140,6 @@ def rc_expression(rng, level):
         return text
 
 
-_RC_PY = (
-    """#!/usr/bin/env python3
-\"\"\"Evaluate one arithmetic expression per input line exactly; print p/q, p or ERROR.\"\"\"
-import sys
-
-"""
-    + function_sources(rc_eval)
-    + """
-
-
-def main():
-    for line in sys.stdin.read().splitlines():
-        print(rc_eval(line))
-
-
-if __name__ == "__main__":
-    main()
-"""
-)
-
-_RC_SH = r"""#!/bin/bash
-# Evaluate one arithmetic expression per input line exactly; print p/q, p or ERROR.
-export LC_ALL=C
-
-norm() {  # reduce N/D, sign on N
-  local a b t
-  if ((D < 0)); then N=$((-N)); D=$((-D)); fi
-  a=${N#-} b=$D
-  while ((b)); do t=$((a % b)); a=$b; b=$t; done
-  if ((a > 1)); then N=$((N / a)); D=$((D / a)); fi
-}
-
-expr() {
-  term || return 1
-  local n=$N d=$D op
-  while [[ ${T[P]-} == [-+] ]]; do
-    op=${T[P]}; P=$((P + 1))
-    term || return 1
-    if [[ $op == + ]]; then N=$((n * D + N * d)); else N=$((n * D - N * d)); fi
-    D=$((d * D)); norm
-    n=$N d=$D
-  done
-  N=$n D=$d
-}
-
-term() {
-  unary || return 1
-  local n=$N d=$D op
-  while [[ ${T[P]-} == [*/] ]]; do
-    op=${T[P]}; P=$((P + 1))
-    unary || return 1
-    if [[ $op == '*' ]]; then
-      N=$((n * N)); D=$((d * D))
-    else
-      ((N == 0)) && return 1
-      local nn=$((n * D)) dd=$((d * N))
-      N=$nn D=$dd
-    fi
-    norm
-    n=$N d=$D
-  done
-  N=$n D=$d
-}
-
-unary() {
-  if [[ ${T[P]-} == - ]]; then
-    P=$((P + 1))
-    unary || return 1
-    N=$((-N))
-    return 0
-  fi
-  power
-}
-
-power() {
-  atom || return 1
-  [[ ${T[P]-} == '^' ]] || return 0
-  P=$((P + 1))
-  local sign=1 e k bn bd
-  if [[ ${T[P]-} == - ]]; then sign=-1; P=$((P + 1)); fi
-  e=$((10#${T[P]})); P=$((P + 1))
-  if ((sign < 0)); then
-    ((N == 0)) && return 1
-    bn=$D bd=$N
-  else
-    bn=$N bd=$D
-  fi
-  N=1 D=1
-  for ((k = 0; k < e; k++)); do N=$((N * bn)); D=$((D * bd)); done
-  norm
-}
-
-atom() {
-  if [[ ${T[P]-} == '(' ]]; then
-    P=$((P + 1))
-    expr || return 1
-    P=$((P + 1))
-    return 0
-  fi
-  N=$((10#${T[P]})) D=1
-  P=$((P + 1))
-}
-
-while IFS= read -r line || [[ -n $line ]]; do
-  T=()
-  rest=$line
-  while [[ -n $rest ]]; do
-    if [[ $rest =~ ^[0-9]+ ]]; then
-      T+=("${BASH_REMATCH[0]}")
-      rest=${rest:${#BASH_REMATCH[0]}}
-    else
-      [[ ${rest:0:1} != " " ]] && T+=("${rest:0:1}")
-      rest=${rest:1}
-    fi
-  done
-  P=0
-  if expr; then
-    if ((D == 1)); then echo "$N"; else echo "$N/$D"; fi
-  else
-    echo ERROR
-  fi
-done
-"""
-
-_RC_C = r"""/* Evaluate one arithmetic expression per input line exactly; print p/q, p or ERROR. */
-#include <ctype.h>
-#include <stdio.h>
-#include <string.h>
-
-typedef struct {
-    long long n, d;
-} Q;
-
-static const char *s;
-static int failed;
-
-static long long gcd(long long a, long long b) {
-    if (a < 0) a = -a;
-    while (b) {
-        long long t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-static Q norm(long long n, long long d) {
-    if (d < 0) n = -n, d = -d;
-    long long g = gcd(n, d);
-    if (g > 1) n /= g, d /= g;
-    return (Q){n, d};
-}
-
-static void skip(void) {
-    while (*s == ' ') s++;
-}
-
-static Q expr(void);
-
-static Q atom(void) {
-    skip();
-    if (*s == '(') {
-        s++;
-        Q v = expr();
-        skip();
-        if (*s == ')') s++;
-        return v;
-    }
-    long long v = 0;
-    while (isdigit((unsigned char)*s)) v = v * 10 + (*s++ - '0');
-    return (Q){v, 1};
-}
-
-static Q power(void) {
-    Q base = atom();
-    skip();
-    if (*s != '^') return base;
-    s++;
-    skip();
-    int sign = 1;
-    if (*s == '-') sign = -1, s++;
-    skip();
-    long long e = 0;
-    while (isdigit((unsigned char)*s)) e = e * 10 + (*s++ - '0');
-    if (sign < 0) {
-        if (base.n == 0) {
-            failed = 1;
-            return base;
-        }
-        base = norm(base.d, base.n);
-    }
-    Q out = {1, 1};
-    for (long long k = 0; k < e; k++) out.n *= base.n, out.d *= base.d;
-    return norm(out.n, out.d);
-}
-
-static Q unary(void) {
-    skip();
-    if (*s == '-') {
-        s++;
-        Q v = unary();
-        v.n = -v.n;
-        return v;
-    }
-    return power();
-}
-
-static Q term(void) {
-    Q v = unary();
-    for (;;) {
-        skip();
-        char op = *s;
-        if (op != '*' && op != '/') return v;
-        s++;
-        Q r = unary();
-        if (op == '*') {
-            v = norm(v.n * r.n, v.d * r.d);
-        } else {
-            if (r.n == 0) {
-                failed = 1;
-                return v;
-            }
-            v = norm(v.n * r.d, v.d * r.n);
-        }
-    }
-}
-
-static Q expr(void) {
-    Q v = term();
-    for (;;) {
-        skip();
-        char op = *s;
-        if (op != '+' && op != '-') return v;
-        s++;
-        Q r = term();
-        long long n = op == '+' ? v.n * r.d + r.n * v.d : v.n * r.d - r.n * v.d;
-        v = norm(n, v.d * r.d);
-    }
-}
-
-int main(void) {
-    static char line[65536];
-    while (fgets(line, sizeof line, stdin)) {
-        line[strcspn(line, "\r\n")] = 0;
-        s = line;
-        failed = 0;
-        Q v = expr();
-        if (failed) puts("ERROR");
-        else if (v.d == 1) printf("%lld\n", v.n);
-        else printf("%lld/%lld\n", v.n, v.d);
-    }
-    return 0;
-}
-"""
-
-
 RC_OUT_DIRS = ("/app/out", "/app/exact", "/app/answers", "/app/calc_out")
 RC_INPUT_DIRS = ("input", "incoming", "formulas", "queue")
 RC_EXPR_FILES = ("exprs.txt", "expressions.txt", "lines.txt", "prices.txt")
@@ -512,126 +251,33 @@ class RationalCalc(Family):
             files[f"{in_dir}/{name}"] = "\n".join(lines) + "\n"
         hashes = {f"/app/{rel}": sha256_hex(d) for rel, d in files.items()}
 
-        grammar = [
-            "non-negative integer literals and the operators `+ - * /` with the usual "
-            "precedence (`*` and `/` before `+` and `-`, otherwise left to right); spaces may "
-            "appear between tokens or not"
-        ]
-        if level >= 2:
-            grammar.append("parentheses")
-        if level >= 3:
-            grammar.append("unary minus, as in `-3`, `-(1+2)` or `2 * -3`")
-        if level >= 4:
-            grammar.append(
-                "`^` with an integer exponent written as a literal, possibly negative (`x^2`, "
-                "`(1/2)^-3`); it binds tighter than unary minus, so `-2^2` is -4"
-            )
-        where = (
-            f"`/app/{in_dir}/{expr_file}` has one expression per line."
-            if level <= 2
-            else f"The expressions come in batches, `/app/{in_dir}/{prefix}-1.txt` ... "
-            f"`{prefix}-{len(inputs)}.txt`, one per line."
-        )
-        body = [
-            f"{opener} {where} Expressions use:\n"
-            + bullets(grammar)
-            + "\n\nA result is exact: print it as `p/q` in lowest terms with q > 1 and the sign "
-            "on p, or as the integer `p` when the value is whole. Dividing by zero anywhere "
-            + ("(including a zero base with a negative exponent) " if level >= 4 else "")
-            + "makes that line's result `ERROR`."
-        ]
-        deliverables = []
-        if level <= 2:
-            deliverables.append(f"`{out}/{res_file}`: the result of each expression, line by line.")
-        else:
-            deliverables.append(
-                f"`{out}/{prefix}-N.txt` for each input batch: the result of each of its "
-                "expressions, line by line."
-            )
-            deliverables.append(
-                f"`{out}/{err_file}`: one `FILE:LINE` per ERROR result (FILE is the batch "
-                "file name, LINE 1-based), batches in order."
-            )
-        if level >= 2:
-            deliverables.append(
-                f"`{out}/{ext_file}`: two lines, `max V` and `min V`, the largest and "
-                "smallest results (ERROR lines excluded), written like the results."
-            )
-        if level >= 4:
-            deliverables.append(
-                f"`{out}/{sum_file}`: `expressions` (all lines), `errors`, `integers` "
-                "(results that are whole numbers) and `max` / `min` (as strings like in "
-                f"{ext_file})."
-            )
-        body.append(f"{ask} (leave `/app/{in_dir}` as it is):\n" + numbered(deliverables))
-        program = None
-        if language:
-            program = program_path(language, stem)
-            body.append(
-                f"{caller} will call a calculator program: it reads expressions from standard "
-                "input, one per line, and prints one result line for each. "
-                + program_sentence(language, program)
-                + " It will be compared with our reference on many expressions it has not seen."
-            )
-        instruction = "\n\n".join(body)
-
-        # the reference steps and the tests are written for the default names
-        named = renamer(
-            {
-                "/app/out": out,
-                "/app/input": f"/app/{in_dir}",
-                "results.txt": res_file,
-                "errors.txt": err_file,
-                "extremes.txt": ext_file,
-                "summary.json": sum_file,
-            }
-        )
-        steps = ["mkdir -p /app/out"]
-        if language:
-            source = {"python": _RC_PY, "bash": _RC_SH, "c": _RC_C}[language]
-            steps.append(program_step(language, program, source))
-            steps.append(build_step(language, program))
-            calc = invoke(language, program)
-        else:
-            steps.append(heredoc("/tmp/ratcalc.sh", _RC_SH))
-            calc = "bash /tmp/ratcalc.sh"
-        steps.append(f"test \"$(echo '1/2 + 1/3 * 2' | {calc})\" = 7/6")
-        if level <= 2:
-            steps.append(f"{calc} < /app/input/{expr_file} > /app/out/results.txt")
-            outputs = ["/app/out/results.txt"]
-        else:
-            outputs = []
-            for name in inputs:
-                steps.append(f"{calc} < /app/input/{name} > /app/out/{name}")
-                outputs.append(f"/app/out/{name}")
-            numbers = " ".join(str(i) for i in range(1, len(inputs) + 1))
-            steps.append(
-                f"for b in {numbers}; do awk -v f={prefix}-$b.txt"
-                ' \'$0 == "ERROR" {print f ":" NR}\''
-                f" /app/out/{prefix}-$b.txt; done > /app/out/errors.txt"
-            )
-        if level >= 2:
-            steps.append(f"cat {' '.join(outputs)} > /tmp/all_results.txt")
-            steps.append(
-                'awk -F/ \'$0 != "ERROR" {n = $1 + 0; d = (NF > 1) ? $2 + 0 : 1;'
-                " if (!seen || n * bd > bn * d) {bn = n; bd = d; big = $0}"
-                " if (!seen || n * sd < sn * d) {sn = n; sd = d; small = $0} seen = 1}"
-                ' END {print "max " big; print "min " small}\' /tmp/all_results.txt'
-                " > /app/out/extremes.txt"
-            )
-        if level >= 4:
-            steps += [
-                "total=$(wc -l < /tmp/all_results.txt)",
-                "errors=$(grep -c '^ERROR$' /tmp/all_results.txt || true)",
-                "integers=$(grep -c '^-*[0-9][0-9]*$' /tmp/all_results.txt || true)",
-                "max=$(awk '$1 == \"max\" {print $2}' /app/out/extremes.txt)",
-                "min=$(awk '$1 == \"min\" {print $2}' /app/out/extremes.txt)",
-                'printf \'{"expressions": %d, "errors": %d, "integers": %d, "max": "%s",'
-                ' "min": "%s"}\\n\' "$total" "$errors" "$integers" "$max" "$min"'
-                " > /app/out/summary.json",
-            ]
-        solution = named("\n".join(s for s in steps if s))
-
+        program = program_path(language, stem) if language else None
+        calc = invoke(language, program) if language else "bash /tmp/ratcalc.sh"
+        folder = templates(__name__)
+        extension = {"python": "py", "bash": "sh", "c": "c"}[language or "bash"]
+        source = folder.render(f"solution/ratcalc.{extension}", functions=function_sources(rc_eval))
+        values = {
+            "level": level,
+            "language": language,
+            "opener": opener,
+            "caller": caller,
+            "ask": ask,
+            "out": out,
+            "in_dir": in_dir,
+            "expr_file": expr_file,
+            "prefix": prefix,
+            "res_file": res_file,
+            "err_file": err_file,
+            "ext_file": ext_file,
+            "sum_file": sum_file,
+            "inputs": inputs,
+            "outputs": [f"{out}/{res_file}"] if level <= 2 else [f"{out}/{n}" for n in inputs],
+            "program": program,
+            "program_dir": program.rsplit("/", 1)[0] if program else None,
+            "program_sentence": program_sentence(language, program) if language else None,
+            "source": source.strip(),
+            "calc": calc,
+        }
         params = {
             "level": level,
             "code": language is not None,
@@ -640,89 +286,17 @@ class RationalCalc(Family):
             "fuzz": {1: 40, 2: 80, 3: 120, 4: 160}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
-        tests = (
-            fixture_test_head(language, program)
-            + "\n\n"
-            + function_sources(rc_eval, rc_expression)
-            + "\n\n"
-            + settings_lines(params)
-            + named(_RC_TESTS)
+        tests = folder.render(
+            "tests/test_task.py",
+            head=fixture_test_head(language, program),
+            functions=function_sources(rc_eval, rc_expression),
+            settings=settings_lines(params),
+            **values,
         )
         return Draft(
-            instruction=instruction, solution=solution, tests={"test_task.py": tests}, files=files
+            instruction=folder.render("instruction.md", **values),
+            # the steps are lines joined by newlines: none after the last
+            solution=folder.render("solution/solve.sh", **values).rstrip("\n"),
+            tests={"test_task.py": tests},
+            files=files,
         )
-
-
-_RC_TESTS = """
-from fractions import Fraction
-
-LEVEL = CFG["level"]
-RESULTS = {}
-for _name in CFG["inputs"]:
-    _path = Path("/app/input") / _name
-    RESULTS[_name] = [rc_eval(e) for e in _path.read_text().splitlines()] if _path.is_file() else []
-
-
-def lines(items):
-    return "".join(f"{i}\\n" for i in items)
-
-
-def test_inputs_untouched():
-    check_fixtures(CFG["hashes"])
-
-
-def test_results():
-    if LEVEL <= 2:
-        (only,) = RESULTS.values()
-        assert read("/app/out/results.txt") == lines(only), "results.txt is wrong"
-        return
-    for name, results in RESULTS.items():
-        assert read(f"/app/out/{name}") == lines(results), f"/app/out/{name} is wrong"
-    errors = [f"{n}:{i}" for n, rs in RESULTS.items() for i, r in enumerate(rs, 1) if r == "ERROR"]
-    assert read("/app/out/errors.txt") == lines(errors), "errors.txt is wrong"
-
-
-def good():
-    return [r for rs in RESULTS.values() for r in rs if r != "ERROR"]
-
-
-def test_extremes():
-    if CFG["level"] >= 2:
-        values = good()
-        big, small = max(values, key=Fraction), min(values, key=Fraction)
-        want = f"max {big}\\nmin {small}\\n"
-        assert read("/app/out/extremes.txt") == want, "extremes.txt is wrong"
-
-
-def test_summary():
-    if CFG["level"] >= 4:
-        values = good()
-        everything = [r for rs in RESULTS.values() for r in rs]
-        want = {
-            "expressions": len(everything),
-            "errors": everything.count("ERROR"),
-            "integers": sum("/" not in v for v in values),
-            "max": max(values, key=Fraction),
-            "min": min(values, key=Fraction),
-        }
-        data = json.loads(read("/app/out/summary.json"))
-        for key, value in want.items():
-            assert data.get(key) == value, f"summary.json {key}: {data.get(key)!r} != {value!r}"
-
-
-def test_calculator_on_fresh_expressions():
-    if not CFG["code"]:
-        return
-    rng = random.Random(65537)
-    exprs = [rc_expression(rng, LEVEL) for _ in range(CFG["fuzz"])]
-    exprs += ["7", "1/0", "0/5", "6/4", "10 / 4 * 2 - 5"]
-    if CFG["level"] >= 4:
-        exprs += ["2 - 0^-1", "(1/2)^-3"]
-    done = run([], stdin=lines(exprs))
-    assert done.returncode == 0, f"the calculator failed: {done.stderr[-1500:]}"
-    got = done.stdout.splitlines()
-    want = [rc_eval(e) for e in exprs]
-    assert len(got) == len(exprs), f"{len(got)} result lines for {len(exprs)} expressions"
-    wrong = [(e, g, w) for e, g, w in zip(exprs, got, want) if g.strip() != w]
-    assert not wrong, f"{len(wrong)} wrong results (expression, got, expected): {wrong[:5]}"
-"""
