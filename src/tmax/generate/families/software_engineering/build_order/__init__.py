@@ -1,4 +1,8 @@
-"""Order a monorepo's builds (software_engineering.build_order)."""
+"""Order a monorepo's builds (software_engineering.build_order).
+
+The task's files are the templates beside this module, written with placeholders for
+the drawn names (output folder, manifest, INI file, requirements key, change list);
+the reference orderer in Python, Bash and C is ``solution/buildorder.*``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Replay a key-value store's write-ahead journal (software_engineering.kv_journal)."""
+"""Replay a key-value store's write-ahead journal (software_engineering.kv_journal).
+
+The task's files are the templates beside this module: the reference replay in
+Python, Bash and C is ``solution/kvreplay.*``, the line and HTTP service
+``solution/kv_server.py``; the reference functions below are pasted into both
+the Python programs and the tests."""
 
 from __future__ import annotations
 

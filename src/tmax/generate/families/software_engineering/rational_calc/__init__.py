@@ -1,4 +1,8 @@
-"""Exact rational arithmetic (software_engineering.rational_calc)."""
+"""Exact rational arithmetic (software_engineering.rational_calc).
+
+The task's files are the templates beside this module, written with placeholders for
+the drawn names (folders and files); the reference calculator in Python, Bash and C is
+``solution/ratcalc.*``."""
 
 from __future__ import annotations
 
