@@ -400,6 +400,18 @@ def test_a_control_shell_alive_but_not_answering_is_the_agents_doing(backend: st
             box.agent_death("gone")
 
 
+def test_an_end_line_missing_a_field_is_a_death_not_a_crash(backend: str) -> None:
+    """When the control shell cannot measure a command's output (no PID left for a
+    fork, right after a PID limit was hit), its end line lacks a field: the sandbox is
+    over, a death judged like any other (the agent's where it exhausted the sandbox),
+    never a ValueError out of the harness."""
+    with small_box(backend) as box:
+        box._control("__tmax_size() { __size=; }; printf '\\n%s 0\\n' @MARKER@", 10)
+        with pytest.raises(SandboxDied, match="not 'rc size ms ooms'"):
+            box.run("echo alive")
+        assert "not 'rc size ms ooms'" in str(box.died)
+
+
 def test_reward_files_follow_harbor() -> None:
     assert reward_from_files({"reward.txt": "0.25\n"}).reward == 0.25
     assert reward_from_files({"reward.txt": "7"}).reward == 1.0  # clamped

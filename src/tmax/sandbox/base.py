@@ -1068,6 +1068,12 @@ class Sandbox(ABC):
         marker = f"__TMAX_END_{uuid.uuid4().hex}__"
         self.reaped = 0
         out, fields = self._control(script, timeout, marker=marker)
+        if len(fields) < 4 or not all(x.lstrip("-").isdigit() for x in fields[:4]):
+            # rc, output size, ms, OOM kills: one missing is a fork that failed in the
+            # control shell itself (seen once, after a PID limit was hit); a death, which
+            # is the agent's doing where it exhausted the sandbox
+            self.died = f"the control shell ended a command with {fields!r}, not 'rc size ms ooms'"
+            raise SandboxDied(self.died)
         rc, size, elapsed_ms, ooms = (int(x) for x in fields[:4])
         if host_ooms is not None:
             ooms = (self.oom_kills() or 0) - host_ooms
