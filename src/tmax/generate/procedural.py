@@ -7,6 +7,7 @@ task directory.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import random
@@ -136,10 +137,16 @@ def _instruction(persona: str, body: str) -> str:
     return f"I'm {persona}.\n\n{body.strip()}\n"
 
 
-def _dockerfile(domain: str, draft: Draft) -> str:
+@functools.cache
+def _base_dockerfile(domain: str) -> str:
+    """The domain's base Dockerfile without its comments (read once per process)."""
     definition = domain_definition(domain)
     lines = [line for line in definition.read_text().splitlines() if not line.startswith("#")]
-    text = "\n".join(lines).strip() + "\n"
+    return "\n".join(lines).strip() + "\n"
+
+
+def _dockerfile(domain: str, draft: Draft) -> str:
+    text = _base_dockerfile(domain)
     if draft.files:
         text += "COPY app/ /app/\n"
     for step in draft.dockerfile_steps:
