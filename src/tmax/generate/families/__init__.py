@@ -1,4 +1,5 @@
-"""Procedural task families, one module per domain; importing registers them all."""
+"""Procedural task families: a package per domain, a template folder per family
+(tmax.generate.templates); importing registers them all, each domain's in its order."""
 
 from tmax.generate.families import (  # noqa: F401
     data_processing,
@@ -6,7 +7,6 @@ from tmax.generate.families import (  # noqa: F401
     data_science,
     debugging,
     file_operations,
-    file_operations_more,
     scientific_computing,
     security,
     software_engineering,

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from tmax.generate.audit import Rule
 from tmax.generate.builders import LANGUAGE_NAMES, manifest_test_file, program_path
-from tmax.generate.families.file_operations_more._shared import run_command
+from tmax.generate.families.file_operations._shared import run_command
 from tmax.generate.family import Draft, Family, RenderContext, register
 from tmax.generate.templates import templates
 

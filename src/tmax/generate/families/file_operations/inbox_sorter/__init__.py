@@ -13,7 +13,7 @@ from tmax.generate.builders import (
     program_path,
     start_detached_service,
 )
-from tmax.generate.families.file_operations_more._shared import run_command, words
+from tmax.generate.families.file_operations._shared import run_command, words
 from tmax.generate.family import Draft, Family, RenderContext, register
 from tmax.generate.templates import templates
 

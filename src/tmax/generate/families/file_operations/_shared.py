@@ -1,4 +1,5 @@
-"""Helpers of several file_operations_more families (this package's only)."""
+"""Helpers several file_operations families share (batch_normalize, dupe_hunt,
+archive_audit, inbox_sorter); this package's only."""
 
 from __future__ import annotations
 
