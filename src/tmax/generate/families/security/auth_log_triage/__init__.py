@@ -1,0 +1,701 @@
+"""The security.auth_log_triage family: failed SSH logins from auth logs (counts,
+invalid users, a blocklist, compromised accounts, a service answering them)."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Mapping
+from typing import ClassVar
+
+from tmax.generate.audit import Rule
+from tmax.generate.builders import (
+    ANSWER_SERVER_FRAME,
+    asked_program_language,
+    bullets,
+    fixture_test_head,
+    function_sources,
+    heredoc,
+    invoke,
+    numbered,
+    program_path,
+    program_sentence,
+    program_step,
+    service_ports,
+    settings_lines,
+    sha256_hex,
+    start_python_service,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+
+def _gz(text: str) -> bytes:
+    return gzip.compress(text.encode(), compresslevel=6, mtime=0)
+
+
+def auth_pool(rng, attackers, internal):
+    """Source addresses and account names for a set of auth logs."""
+    firsts = [45, 61, 89, 103, 185, 193, 203, 218]
+    hostile = set()
+    while len(hostile) < attackers:
+        a, b = rng.choice(firsts), rng.randint(1, 254)
+        hostile.add(f"{a}.{b}.{rng.randint(0, 255)}.{rng.randint(1, 254)}")
+    friendly = set()
+    while len(friendly) < internal:
+        if rng.random() < 0.6:
+            friendly.add(f"10.{rng.randint(0, 3)}.{rng.randint(0, 9)}.{rng.randint(2, 250)}")
+        else:
+            friendly.add(f"192.168.{rng.choice([1, 10, 50])}.{rng.randint(2, 250)}")
+    return {
+        "host": rng.choice(["web01", "bastion", "db-02", "vpn-gw", "build7"]),
+        "hostile": sorted(hostile),
+        "friendly": sorted(friendly),
+        "valid": ["root", "alice", "bob", "deploy", "ubuntu", "carol", "backup"],
+        "invalid": ["admin", "test", "oracle", "guest", "pi", "user1", "ftpuser", "postgres"],
+    }
+
+
+def auth_log(rng, pool, lines, day, repeats):
+    """One syslog auth.log: sshd failures, successes and unrelated noise."""
+    host, hostile, friendly = pool["host"], pool["hostile"], pool["friendly"]
+    weights = [max(1, 12 - 2 * i) for i in range(len(hostile))]
+    kinds = ["fail", "invalid", "repeat", "ok", "ok_hostile", "closed", "cron", "sudo", "pam"]
+    kind_weights = [30, 18, 8 if repeats else 0, 12, 2, 8, 8, 2, 5]
+    seconds = rng.randint(0, 3600)
+    out = []
+    while len(out) < lines:
+        seconds += rng.randint(1, 97)
+        h, m, s = (seconds // 3600) % 24, (seconds // 60) % 60, seconds % 60
+        stamp = f"Mar {day:2d} {h:02d}:{m:02d}:{s:02d} {host}"
+        pid = rng.randint(900, 65000)
+        port = rng.randint(1024, 65535)
+        attacker = rng.choices(hostile, weights)[0]
+        kind = rng.choices(kinds, kind_weights)[0]
+        sshd = f"{stamp} sshd[{pid}]:"
+        if kind == "fail":
+            user = rng.choice(pool["valid"])
+            out.append(f"{sshd} Failed password for {user} from {attacker} port {port} ssh2")
+        elif kind == "invalid":
+            user = rng.choice(pool["invalid"])
+            out.append(f"{sshd} Invalid user {user} from {attacker} port {port}")
+            out.append(
+                f"{sshd} Failed password for invalid user {user} from {attacker} port {port} ssh2"
+            )
+        elif kind == "repeat":
+            user = rng.choice(pool["valid"][:3])
+            count = rng.randint(2, 6)
+            out.append(
+                f"{sshd} message repeated {count} times: [ Failed password for {user} "
+                f"from {attacker} port {port} ssh2]"
+            )
+        elif kind in ("ok", "ok_hostile"):
+            source = attacker if kind == "ok_hostile" else rng.choice(friendly)
+            user = rng.choice(pool["valid"])
+            method = rng.choice(["password", "publickey"])
+            tail = (
+                " ssh2"
+                if method == "password"
+                else " ssh2: ED25519 SHA256:"
+                + "".join(
+                    rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij0123456789") for _ in range(16)
+                )
+            )
+            out.append(f"{sshd} Accepted {method} for {user} from {source} port {port}{tail}")
+        elif kind == "closed":
+            out.append(f"{sshd} Connection closed by {attacker} port {port} [preauth]")
+        elif kind == "cron":
+            out.append(
+                f"{stamp} CRON[{pid}]: pam_unix(cron:session): session opened for user root"
+                " by (uid=0)"
+            )
+        elif kind == "sudo":
+            out.append(
+                f"{stamp} sudo: alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; COMMAND="
+                f"/usr/bin/grep Failed password for root from {attacker} /var/log/auth.log"
+            )
+        else:
+            out.append(
+                f"{sshd} pam_unix(sshd:auth): authentication failure; logname= uid=0 euid=0"
+                f" tty=ssh ruser= rhost={attacker}  user=root"
+            )
+    return "\n".join(out) + "\n"
+
+
+def auth_events(text):
+    """(kind, user, ip, count) for every sshd event that matters, in log order."""
+    events = []
+    line_re = re.compile(r"^\w{3} +\d+ \d\d:\d\d:\d\d \S+ sshd\[\d+\]: (.*)$")
+    for line in text.splitlines():
+        match = line_re.match(line)
+        if not match:
+            continue
+        message, count = match.group(1), 1
+        repeated = re.match(r"message repeated (\d+) times: \[ (.*)\]$", message)
+        if repeated:
+            count, message = int(repeated.group(1)), repeated.group(2)
+        failed = re.match(r"Failed password for (invalid user )?(\S+) from (\S+) port ", message)
+        if failed:
+            kind = "invalid" if failed.group(1) else "failed"
+            events.append((kind, failed.group(2), failed.group(3), count))
+            continue
+        invalid = re.match(r"Invalid user (\S+) from (\S+) port ", message)
+        if invalid:
+            events.append(("probe", invalid.group(1), invalid.group(2), 0))
+            continue
+        accepted = re.match(r"Accepted (password|publickey) for (\S+) from (\S+) port ", message)
+        if accepted:
+            events.append(("accepted", accepted.group(2), accepted.group(3), 0))
+    return events
+
+
+def auth_failed(events):
+    counts = {}
+    for kind, _user, ip, count in events:
+        if kind in ("failed", "invalid"):
+            counts[ip] = counts.get(ip, 0) + count
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def auth_table(events):
+    return "".join(f"{ip} {count}\n" for ip, count in auth_failed(events))
+
+
+def auth_invalid_users(events):
+    return sorted({user for kind, user, _ip, _n in events if kind in ("invalid", "probe")})
+
+
+def auth_allowed(ip, networks):
+    for network in networks:
+        base, bits = network.split("/")
+        keep = int(bits) // 8
+        if ip.split(".")[:keep] == base.split(".")[:keep]:
+            return True
+    return False
+
+
+def auth_blocklist(events, threshold, networks):
+    return sorted(
+        ip
+        for ip, count in auth_failed(events)
+        if count >= threshold and not auth_allowed(ip, networks)
+    )
+
+
+def auth_compromised(events, threshold):
+    seen, found = {}, set()
+    for kind, user, ip, count in events:
+        if kind in ("failed", "invalid"):
+            seen[ip] = seen.get(ip, 0) + count
+        elif kind == "accepted" and seen.get(ip, 0) >= threshold:
+            found.add(f"{user} {ip}")
+    return sorted(found)
+
+
+_AUTH_CORE = function_sources(auth_events, auth_failed, auth_table)
+_AUTH_ALL = function_sources(
+    auth_pool,
+    auth_log,
+    auth_events,
+    auth_failed,
+    auth_table,
+    auth_invalid_users,
+    auth_allowed,
+    auth_blocklist,
+    auth_compromised,
+)
+
+_AUTH_PY = (
+    """#!/usr/bin/env python3
+\"\"\"Failed SSH password attempts per source address, from auth logs (plain or .gz).\"\"\"
+import gzip
+import re
+import sys
+
+"""
+    + _AUTH_CORE
+    + """
+
+
+def main():
+    text = ""
+    for path in sys.argv[1:]:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+            text += handle.read()
+    sys.stdout.write(auth_table(auth_events(text)))
+
+
+if __name__ == "__main__":
+    main()
+"""
+)
+
+_AUTH_AWK_PREFIX = r"""$5 ~ /^sshd\[[0-9]+\]:$/ {
+  b = 6; n = 1
+  if ($6 == "message" && $7 == "repeated" && $9 == "times:" && $10 == "[") { n = $8; b = 11 }"""
+
+_AUTH_SH = (
+    r"""#!/bin/bash
+# Failed SSH password attempts per source address, from auth logs (plain or .gz).
+set -euo pipefail
+for log in "$@"; do
+  case "$log" in
+    *.gz) gzip -dc -- "$log" ;;
+    *) cat -- "$log" ;;
+  esac
+done | awk '"""
+    + _AUTH_AWK_PREFIX
+    + r"""
+  if ($b == "Failed" && $(b + 1) == "password" && $(b + 2) == "for") {
+    u = b + 3
+    if ($u == "invalid" && $(u + 1) == "user") u += 2
+    if ($(u + 1) == "from") count[$(u + 2)] += n
+  }
+}
+END { for (ip in count) print ip, count[ip] }' | LC_ALL=C sort -k2,2nr -k1,1
+"""
+)
+
+
+@register
+class AuthLogTriage(Family):
+    """Triage SSH brute force in auth logs: failed attempts per source address; levels add
+    syslog repeat lines, rotated/gzipped logs, invalid users, a blocklist with an allowlist,
+    compromise detection and a JSON summary. Code asks for a reusable triage program run on
+    fresh logs; services serve per-address verdicts over TCP (plus HTTP for multi_protocol)."""
+
+    name = "security.auth_log_triage"
+    domain = "security"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence", "multi_protocol"})
+    fixture_kinds = frozenset({"text_only"})
+    languages = frozenset({"python", "bash"})
+    services = True
+    rules = (
+        Rule("inputs_untouched", (r"Leave the input files unchanged\.",),
+             (r"def test_inputs_untouched\(",)),
+        Rule("failed_attempts", (r"A failed attempt is an sshd `Failed password for \.\.\.` line",),
+             (r'failed = re\.match\(r"Failed password for \(invalid user \)\?',
+              r"def test_failed_by_ip\(")),
+        Rule("failed_by_ip", (r"`/app/report/failed_by_ip\.txt`: one line `IP COUNT`",),
+             (r'read\("/app/report/failed_by_ip\.txt"\) == auth_table\(EVENTS\)',)),
+        Rule("repeated_lines", (r"such a line counts as N attempts",),
+             (r'repeated = re\.match\(r"message repeated',), levels=frozenset({2, 3, 4})),
+        Rule("rotated_logs", (r"`auth\.log\.2\.gz` \(oldest, gzipped\)",),
+             (r'text \+= gzip\.decompress\(',), levels=frozenset({3, 4})),
+        Rule("invalid_users", (r"`/app/report/invalid_users\.txt`",),
+             (r'read\("/app/report/invalid_users\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("blocklist", (r"`/app/report/blocklist\.txt`: the addresses with at least \d+",),
+             (r'read\("/app/report/blocklist\.txt"\)',), levels=frozenset({2, 3, 4})),
+        Rule("allowlist", (r"trusted networks in `/app/config/allowlist\.txt`",),
+             (r"if count >= threshold and not auth_allowed\(ip, networks\)",),
+             levels=frozenset({4})),
+        Rule("compromised", (r"`/app/report/compromised\.txt`",),
+             (r'read\("/app/report/compromised\.txt"\)',), levels=frozenset({3, 4})),
+        Rule("summary", (r"`/app/report/summary\.json`",),
+             (r'read\("/app/report/summary\.json"\)',), levels=frozenset({4})),
+        Rule("program", (r"a program that takes log file paths as arguments",),
+             (r"def test_program_on_fresh_logs\(",), when={"code": True}),
+        Rule("program_gz", (r"\(a name ending in `\.gz` is gzip-compressed\)",),
+             (r'path = tmp_path / f"c\{{case\}}_\{{i\}}\.log\.gz"',), levels=frozenset({3, 4}),
+             when={"code": True}),
+        Rule("service", (r"listens on 127\.0\.0\.1 port \d+ and answers",),
+             (r"def test_service\(",), when={"serve": True}),
+        Rule("service_blocked", (r"`BLOCKED <ip>`",), (r'requests \+= \[f"BLOCKED \{{ip\}}"',),
+             levels=frozenset({2, 3, 4}), when={"serve": True}),
+        Rule("service_http", (r"served over HTTP on 127\.0\.0\.1 port \d+: `GET /ip/<ip>`",),
+             (r'http_get\(CFG\["ports"\]\[1\], "/ip/" \+ ip\)', r'assert data\.get\("ip"\) == ip'),
+             when={"http": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "extract failed login attempts from auth.log files": "failed_attempts"
+    }
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        language = asked_program_language(ctx)
+        serve = ctx.needs_service or ctx.verifier_kind == "multi_protocol"
+        use_http = ctx.verifier_kind == "multi_protocol"
+        threshold = rng.choice([5, 6, 8, 10])
+        pool = auth_pool(rng, 4 + 2 * level, 3 + level)
+        networks: list[str] = []
+        if level >= 4:
+            partner = pool["hostile"][rng.randrange(2)]
+            networks = [
+                "10.0.0.0/8",
+                "192.168.10.0/24",
+                ".".join(partner.split(".")[:2]) + ".0.0/16",
+            ]
+        lines = {1: 70, 2: 120, 3: 110, 4: 150}[level]
+        day = rng.randint(3, 20)
+        names = ["auth.log.2.gz", "auth.log.1", "auth.log"] if level >= 3 else ["auth.log"]
+        texts = [auth_log(rng, pool, lines, day + i, level >= 2) for i in range(len(names))]
+        files: dict[str, str | bytes] = {}
+        for name, text in zip(names, texts, strict=True):
+            files[f"logs/{name}"] = _gz(text) if name.endswith(".gz") else text
+        if networks:
+            files["config/allowlist.txt"] = (
+                "# trusted networks (CIDR); never block these\n" + "\n".join(networks) + "\n"
+            )
+        paths = [f"/app/logs/{name}" for name in names]
+        hashes = {f"/app/{rel}": sha256_hex(data) for rel, data in files.items()}
+
+        # ---- the request -------------------------------------------------------------
+        if len(names) == 1:
+            where = "The SSH server's log is `/app/logs/auth.log`."
+        else:
+            where = (
+                "The SSH server's logs are in `/app/logs/`: `auth.log.2.gz` (oldest, gzipped), "
+                "`auth.log.1`, then `auth.log` (newest)."
+            )
+        rules = [
+            "A failed attempt is an sshd `Failed password for ...` line (for valid or invalid "
+            "users); nothing else counts, not even lines from other programs that merely "
+            "mention those words.",
+        ]
+        if level >= 2:
+            rules.append(
+                "syslog folds repeats into `message repeated N times: [ ... ]`; such a line "
+                "counts as N attempts."
+            )
+        deliverables = [
+            "`/app/report/failed_by_ip.txt`: one line `IP COUNT` per source address with at "
+            "least one failed attempt, sorted by COUNT descending, ties by IP in plain byte "
+            "order.",
+        ]
+        if level >= 2:
+            deliverables.append(
+                "`/app/report/invalid_users.txt`: every distinct account name tried that does "
+                "not exist on the box (sshd reports them as `Invalid user NAME` or `... for "
+                "invalid user NAME ...`), one per line, byte-order sorted."
+            )
+            allow = ""
+            if networks:
+                allow = (
+                    " Never list an address inside one of the trusted networks in "
+                    "`/app/config/allowlist.txt` (CIDR, `#` starts a comment)."
+                )
+            deliverables.append(
+                f"`/app/report/blocklist.txt`: the addresses with at least {threshold} failed "
+                f"attempts, one per line, byte-order sorted.{allow}"
+            )
+        if level >= 3:
+            deliverables.append(
+                "`/app/report/compromised.txt`: one line `USER IP` (unique, byte-order sorted) "
+                "for every accepted login (password or publickey) from an address that already "
+                f"had at least {threshold} failed attempts earlier in the logs, reading them in "
+                "chronological order."
+            )
+        if level >= 4:
+            deliverables.append(
+                "`/app/report/summary.json`: an object with `total_failed` (all failed attempts), "
+                "`unique_ips` (lines in failed_by_ip.txt), `blocked` (lines in blocklist.txt), "
+                "`top_ip` (the first address of failed_by_ip.txt) and `compromised_users` (the "
+                "sorted distinct users of compromised.txt)."
+            )
+        body = [
+            "We think someone has been brute-forcing SSH on one of our servers. "
+            + where
+            + " Leave the input files unchanged.",
+            "Rules:\n" + bullets(rules),
+            "Please produce:\n" + numbered(deliverables),
+        ]
+        program = None
+        if language:
+            program = program_path(language, "/app/triage")
+            gz = " (a name ending in `.gz` is gzip-compressed)" if level >= 3 else ""
+            body.append(
+                "I also want a reusable tool for the next incident: a program that takes log "
+                f"file paths as arguments{gz}, oldest first, and prints the failed_by_ip table "
+                "(exactly the format above) to standard output. "
+                + program_sentence(language, program)
+                + " I'll run it on other servers' logs, so don't hard-code anything."
+            )
+        ports = service_ports(ctx)
+        if serve:
+            requests = [
+                "`FAILED <ip>` → the number of failed attempts from that address (0 if none)"
+            ]
+            if level >= 2:
+                requests.append(
+                    "`BLOCKED <ip>` → `yes` if the address is in the blocklist, else `no`"
+                )
+            text = (
+                "Finally, the firewall team wants to query the results live: leave a service "
+                f"running that listens on 127.0.0.1 port {ports[0]} and answers newline-terminated "
+                "request lines (several per connection) with one reply line each:\n"
+                + bullets(requests)
+            )
+            if use_http:
+                blocked = ', "blocked": true|false' if level >= 2 else ""
+                text += (
+                    f"\n\nThe same data must be served over HTTP on 127.0.0.1 port {ports[1]}: "
+                    f'`GET /ip/<ip>` returns JSON `{{"ip": "<ip>", "failed": N{blocked}}}`.'
+                )
+            body.append(text)
+        instruction = "\n\n".join(body)
+
+        # ---- reference solution ------------------------------------------------------
+        steps = ["mkdir -p /app/report"]
+        if language:
+            source = _AUTH_PY if language == "python" else _AUTH_SH
+            steps.append(program_step(language, program, source))
+            tool = invoke(language, program)
+        else:
+            steps.append(heredoc("/tmp/failed_by_ip.sh", _AUTH_SH))
+            tool = "bash /tmp/failed_by_ip.sh"
+        joined = " ".join(paths)
+        steps.append(f"{tool} {joined} > /app/report/failed_by_ip.txt")
+        if level >= 3:
+            steps.append("gzip -dc /app/logs/auth.log.2.gz > /tmp/all.log")
+            steps.append("cat /app/logs/auth.log.1 /app/logs/auth.log >> /tmp/all.log")
+        else:
+            steps.append("cp /app/logs/auth.log /tmp/all.log")
+        if level >= 2:
+            steps.append(
+                "awk '"
+                + _AUTH_AWK_PREFIX
+                + r"""
+  if ($b == "Invalid" && $(b + 1) == "user") print $(b + 2)
+  if ($b == "Failed" && $(b + 3) == "invalid" && $(b + 4) == "user") print $(b + 5)
+}' /tmp/all.log | LC_ALL=C sort -u > /app/report/invalid_users.txt"""
+            )
+            if networks:
+                steps.append(
+                    "grep -v '^#' /app/config/allowlist.txt | grep . > /tmp/allow.txt || true"
+                )
+            else:
+                steps.append(": > /tmp/allow.txt")
+            steps.append(
+                "awk -v t="
+                + str(threshold)
+                + r""" 'FILENAME == ARGV[1] {
+  split($1, net, "/"); split(net[1], o, "."); k = net[2] / 8; p = ""
+  for (i = 1; i <= k; i++) p = p o[i] "."
+  pre[++np] = p; next
+}
+{ if ($2 < t) next; for (i = 1; i <= np; i++) if (index($1 ".", pre[i]) == 1) next; print $1 }
+' /tmp/allow.txt /app/report/failed_by_ip.txt | LC_ALL=C sort > /app/report/blocklist.txt"""
+            )
+        if level >= 3:
+            steps.append(
+                "awk -v t="
+                + str(threshold)
+                + " '"
+                + _AUTH_AWK_PREFIX
+                + r"""
+  if ($b == "Failed" && $(b + 1) == "password" && $(b + 2) == "for") {
+    u = b + 3; if ($u == "invalid" && $(u + 1) == "user") u += 2
+    if ($(u + 1) == "from") seen[$(u + 2)] += n
+  }
+  if ($b == "Accepted" && $(b + 2) == "for" && $(b + 4) == "from" && seen[$(b + 5)] >= t)
+    print $(b + 3), $(b + 5)
+}' /tmp/all.log | LC_ALL=C sort -u > /app/report/compromised.txt"""
+            )
+        if level >= 4:
+            steps += [
+                "total=$(awk '{s += $2} END {print s + 0}' /app/report/failed_by_ip.txt)",
+                "ips=$(wc -l < /app/report/failed_by_ip.txt)",
+                "blocked=$(wc -l < /app/report/blocklist.txt)",
+                "top=$(head -n 1 /app/report/failed_by_ip.txt | cut -d' ' -f1)",
+                "users=$(cut -d' ' -f1 /app/report/compromised.txt | LC_ALL=C sort -u"
+                ' | awk \'{printf "%s\\"%s\\"", (NR > 1 ? ", " : ""), $0}\')',
+                'printf \'{"total_failed": %d, "unique_ips": %d, "blocked": %d, '
+                '"top_ip": "%s", "compromised_users": [%s]}\\n\' '
+                '"$total" "$ips" "$blocked" "$top" "$users" > /app/report/summary.json',
+                "python3 -m json.tool /app/report/summary.json > /dev/null",
+            ]
+        if serve:
+            server = (
+                "import gzip\nimport re\n\n"
+                + _AUTH_ALL
+                + "\n\nTHRESHOLD = "
+                + str(threshold if level >= 2 else 0)
+                + "\nLEVEL = "
+                + str(level)
+                + "\nNETWORKS = "
+                + repr(networks)
+                + "\nLOGS = "
+                + repr(paths)
+                + "\nPORTS = "
+                + repr(ports if use_http else (ports[0], None))
+                + """
+TEXT = ""
+for _path in LOGS:
+    _open = gzip.open if _path.endswith(".gz") else open
+    with _open(_path, "rt") as _handle:
+        TEXT += _handle.read()
+EVENTS = auth_events(TEXT)
+FAILED = dict(auth_failed(EVENTS))
+BLOCKED = set(auth_blocklist(EVENTS, THRESHOLD, NETWORKS)) if LEVEL >= 2 else set()
+
+
+def answer_line(request):
+    parts = request.split()
+    if len(parts) == 2 and parts[0] == "FAILED":
+        return str(FAILED.get(parts[1], 0))
+    if len(parts) == 2 and parts[0] == "BLOCKED":
+        return "yes" if parts[1] in BLOCKED else "no"
+    return "ERR"
+
+
+def answer_http(path):
+    if not path.startswith("/ip/"):
+        return 404, {"error": "not found"}
+    ip = path[4:]
+    payload = {"ip": ip, "failed": FAILED.get(ip, 0)}
+    if LEVEL >= 2:
+        payload["blocked"] = ip in BLOCKED
+    return 200, payload
+"""
+                + ANSWER_SERVER_FRAME
+                + "\n\nserve(*PORTS)\n"
+            )
+            steps.append(heredoc("/app/ssh_triage_server.py", server))
+            steps.append(start_python_service("/app/ssh_triage_server.py", ports[: 1 + use_http]))
+        solution = "\n".join(s for s in steps if s)
+
+        # ---- tests ----------------------------------------------------------------------
+        params = {
+            "level": level,
+            "threshold": threshold,
+            "networks": networks,
+            "paths": paths,
+            "hashes": hashes,
+            "ports": list(ports),
+            "code": language is not None,
+            "serve": serve,
+            "http": use_http,
+            "fuzz_cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
+            * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
+        }
+        tests = (
+            fixture_test_head(language, program)
+            + "\n\n"
+            + _AUTH_ALL
+            + "\n\n"
+            + settings_lines(params)
+            + _AUTH_TESTS
+        )
+        return Draft(
+            instruction=instruction,
+            solution=solution,
+            tests={"test_task.py": tests},
+            files=files,
+            keep_agent_processes=serve,
+        )
+
+
+_AUTH_TESTS = """
+
+def load_logs(paths):
+    text = ""
+    for path in paths:
+        assert os.path.isfile(path), f"input {path} is missing"
+        if path.endswith(".gz"):
+            text += gzip.decompress(Path(path).read_bytes()).decode()
+        else:
+            text += Path(path).read_text()
+    return text
+
+
+EVENTS = auth_events(load_logs(CFG["paths"]))
+
+
+def test_inputs_untouched():
+    check_fixtures(CFG["hashes"])
+
+
+def test_failed_by_ip():
+    assert read("/app/report/failed_by_ip.txt") == auth_table(EVENTS), (
+        "failed_by_ip.txt does not match the failed attempts in the logs"
+    )
+
+
+def test_invalid_users_and_blocklist():
+    if CFG["level"] >= 2:
+        expected = "".join(u + "\\n" for u in auth_invalid_users(EVENTS))
+        assert read("/app/report/invalid_users.txt") == expected, "invalid_users.txt is wrong"
+        block = auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"])
+        assert read("/app/report/blocklist.txt") == "".join(ip + "\\n" for ip in block), (
+            "blocklist.txt is wrong"
+        )
+
+
+def test_compromised():
+    if CFG["level"] >= 3:
+        expected = "".join(line + "\\n" for line in auth_compromised(EVENTS, CFG["threshold"]))
+        assert read("/app/report/compromised.txt") == expected, "compromised.txt is wrong"
+
+
+def test_summary():
+    if CFG["level"] >= 4:
+        summary = json.loads(read("/app/report/summary.json"))
+        failed = auth_failed(EVENTS)
+        block = auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"])
+        users = sorted({line.split()[0] for line in auth_compromised(EVENTS, CFG["threshold"])})
+        expected = {
+            "total_failed": sum(n for _ip, n in failed),
+            "unique_ips": len(failed),
+            "blocked": len(block),
+            "top_ip": failed[0][0],
+            "compromised_users": users,
+        }
+        for key, value in expected.items():
+            got = summary.get(key)
+            assert got == value, f"summary.json {key}: {got!r} != {value!r}"
+
+
+def test_program_on_fresh_logs(tmp_path):
+    if not CFG["code"]:
+        return
+    rng = random.Random(4242)
+    for case in range(CFG["fuzz_cases"]):
+        pool = auth_pool(rng, rng.randint(3, 9), rng.randint(2, 5))
+        count = rng.randint(1, 3) if CFG["level"] >= 3 else 1
+        texts = [
+            auth_log(rng, pool, rng.randint(20, 90), 5 + i, CFG["level"] >= 2) for i in range(count)
+        ]
+        paths = []
+        for i, text in enumerate(texts):
+            path = tmp_path / f"c{case}_{i}.log"
+            if CFG["level"] >= 3 and i == 0 and count > 1:
+                path = tmp_path / f"c{case}_{i}.log.gz"
+                path.write_bytes(gzip.compress(text.encode()))
+            else:
+                path.write_text(text)
+            paths.append(str(path))
+        done = run(paths)
+        assert done.returncode == 0, f"the program failed on case {case}: {done.stderr[-1500:]}"
+        expected = auth_table(auth_events("".join(texts)))
+        assert done.stdout == expected, (
+            f"case {case}: wrong table for {paths}\\n--- got\\n{done.stdout[:800]}"
+            f"\\n--- expected\\n{expected[:800]}"
+        )
+
+
+def test_service():
+    if not CFG["serve"]:
+        return
+    failed = dict(auth_failed(EVENTS))
+    block = set(auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"]))
+    rng = random.Random(7)
+    ips = sorted(failed)
+    probe = rng.sample(ips, min(6, len(ips))) + ["10.255.255.254", "198.18.0.9"]
+    requests = [f"FAILED {ip}" for ip in probe]
+    if CFG["level"] >= 2:
+        requests += [f"BLOCKED {ip}" for ip in probe]
+    replies = ask_lines(CFG["ports"][0], requests)
+    for request, reply in zip(requests, replies):
+        verb, ip = request.split()
+        want = str(failed.get(ip, 0)) if verb == "FAILED" else ("yes" if ip in block else "no")
+        assert reply.strip() == want, f"{request!r} answered {reply!r}, expected {want!r}"
+    if CFG["http"]:
+        for ip in probe:
+            status, body = http_get(CFG["ports"][1], "/ip/" + ip)
+            assert status == 200, f"GET /ip/{ip} returned HTTP {status}"
+            data = json.loads(body)
+            assert data.get("ip") == ip, f"HTTP answer for {ip} names another address: {data}"
+            assert data.get("failed") == failed.get(ip, 0), f"HTTP failed count for {ip}: {data}"
+            if CFG["level"] >= 2:
+                assert data.get("blocked") is (ip in block), f"HTTP blocked flag for {ip}: {data}"
+"""

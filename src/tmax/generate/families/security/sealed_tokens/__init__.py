@@ -1,0 +1,658 @@
+"""The security.sealed_tokens family: probing a stripped binary that seals tokens,
+recovering its key and decoding captured tokens."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import ClassVar
+
+from tmax.generate.audit import Rule
+from tmax.generate.builders import (
+    asked_program_language,
+    build_step,
+    fixture_test_head,
+    function_sources,
+    heredoc,
+    invoke,
+    numbered,
+    program_path,
+    program_sentence,
+    program_step,
+    settings_lines,
+    sha256_hex,
+)
+from tmax.generate.family import Draft, Family, RenderContext, register
+
+
+def seal(text, key, step, level):
+    """What the shipped binary prints for ``text``."""
+    data = text.encode("latin-1")
+    out = bytearray()
+    for i, byte in enumerate(data):
+        value = byte ^ key[i % len(key)]
+        if level >= 3:
+            value = (value + step * i) & 0xFF
+        out.append(value)
+    token = out.hex()
+    if level >= 4:
+        check = ((sum(data) + len(data)) & 0xFF) ^ key[0]
+        token = f"v2:{token}:{check:02x}"
+    return token
+
+
+def unseal(token, key, step, level):
+    """The plaintext of a token, or None when it is not a valid token."""
+    if level >= 4:
+        match = re.fullmatch(r"v2:((?:[0-9a-f]{2})+):([0-9a-f]{2})", token)
+        if not match:
+            return None
+        body, check = match.group(1), int(match.group(2), 16)
+    else:
+        body, check = token, None
+    raw = bytes.fromhex(body)
+    out = bytearray()
+    for i, value in enumerate(raw):
+        if level >= 3:
+            value = (value - step * i) & 0xFF
+        out.append(value ^ key[i % len(key)])
+    if level >= 4:
+        if any(c < 0x20 or c > 0x7E for c in out):
+            return None
+        if ((sum(out) + len(out)) & 0xFF) ^ key[0] != check:
+            return None
+    return out.decode("latin-1")
+
+
+def seal_texts(rng, count):
+    """Plaintexts like the ones the implant sends: commands and random printable strings."""
+    users = ["alice", "bob", "svc_backup", "root", "deploy"]
+    words = ["GET /etc/shadow", "GET /var/backups/db.sql", "PUT loot.tar", "PING", "LIST /home"]
+    out = []
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.3:
+            out.append(rng.choice(words))
+        elif roll < 0.5:
+            out.append("USER " + rng.choice(users))
+        elif roll < 0.7:
+            out.append(
+                "PASS " + "".join(rng.choice("abcdefXYZ0123456789!#$%&*+-=?@^_") for _ in range(10))
+            )
+        else:
+            size = rng.randint(1, 48)
+            out.append("".join(chr(rng.randint(32, 126)) for _ in range(size)))
+    return out
+
+
+def seal_tamper(rng, token):
+    """A corrupted copy of a level-4 token."""
+    how = rng.randrange(3)
+    if how == 0:
+        pos = rng.randrange(3, len(token))
+        while token[pos] == ":":
+            pos = rng.randrange(3, len(token))
+        digit = rng.choice([d for d in "0123456789abcdef" if d != token[pos]])
+        return token[:pos] + digit + token[pos + 1 :]
+    if how == 1:
+        return token[:-1]
+    return "v1:" + token[3:]
+
+
+def seal_session(rng, count, level):
+    """Capture-log lines (timestamp, source, destination, token plaintext) of an implant."""
+    sources = [f"10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}:{rng.randint(30000, 60000)}"]
+    while len(sources) < 4:
+        candidate = f"10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}:{rng.randint(30000, 60000)}"
+        if candidate not in sources:
+            sources.append(candidate)
+    users = ["alice", "bob", "svc_backup", "deploy"]
+    paths = ["/etc/shadow", "/var/backups/db.sql", "/home/alice/.ssh/id_rsa", "/srv/app/.env"]
+    rows, clock = [], rng.randint(0, 30000)
+    while len(rows) < count:
+        source = rng.choice(sources)
+        roll = rng.random()
+        if roll < 0.2:
+            text = "USER " + rng.choice(users)
+        elif roll < 0.4:
+            text = "PASS " + "".join(rng.choice("abcdefXYZ0123456789!#$%&*") for _ in range(9))
+        elif roll < 0.7:
+            text = "GET " + rng.choice(paths)
+        else:
+            text = rng.choice(["PING", "HELLO implant-7", "LIST /home", "PUT stage2.bin", "BYE"])
+        clock += rng.randint(1, 40)
+        stamp = f"2024-03-05T{clock // 3600 % 24:02d}:{clock // 60 % 60:02d}:{clock % 60:02d}Z"
+        rows.append((stamp, source, text))
+    return rows
+
+
+_SEAL_C_BINARY = r"""#include <stdio.h>
+#include <string.h>
+
+static const unsigned char K[] = {@KEY@};
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: sealer TEXT\n");
+        return 2;
+    }
+    const unsigned char *s = (const unsigned char *)argv[1];
+    size_t n = strlen(argv[1]);
+    unsigned sum = 0;
+    if (@LEVEL@ >= 4) fputs("v2:", stdout);
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = s[i] ^ K[i % sizeof K];
+        if (@LEVEL@ >= 3) v = (v + @STEP@u * (unsigned)i) & 0xffu;
+        sum += s[i];
+        printf("%02x", v);
+    }
+    if (@LEVEL@ >= 4) printf(":%02x", ((sum + (unsigned)n) & 0xffu) ^ K[0]);
+    putchar('\n');
+    return 0;
+}
+"""
+
+_UNSEAL_PY = (
+    """#!/usr/bin/env python3
+\"\"\"Decode sealer tokens read on stdin (one per line) back to their plaintexts.\"\"\"
+import re
+import sys
+
+@CONSTS@
+
+"""
+    + function_sources(unseal)
+    + """
+
+
+def main():
+    for line in sys.stdin.read().splitlines():
+        text = unseal(line.strip(), KEY, STEP, LEVEL)
+        print("INVALID" if text is None else text)
+
+
+if __name__ == "__main__":
+    main()
+"""
+)
+
+_UNSEAL_SH = r"""#!/bin/bash
+# Decode sealer tokens read on stdin (one per line) back to their plaintexts.
+export LC_ALL=C
+@CONSTS@
+nkey=${#KEY[@]}
+while IFS= read -r token || [[ -n $token ]]; do
+  token=${token%$'\r'}
+  body=$token
+  if ((LEVEL >= 4)); then
+    if [[ ! $token =~ ^v2:(([0-9a-f][0-9a-f])+):([0-9a-f][0-9a-f])$ ]]; then
+      echo INVALID
+      continue
+    fi
+    body=${BASH_REMATCH[1]}
+    check=$((16#${BASH_REMATCH[3]}))
+  fi
+  text="" sum=0 bad=0
+  for ((i = 0; i < ${#body} / 2; i++)); do
+    v=$((16#${body:2*i:2}))
+    if ((LEVEL >= 3)); then v=$(((v - STEP * i) & 255)); fi
+    v=$((v ^ KEY[i % nkey]))
+    if ((v < 32 || v > 126)); then bad=1; fi
+    sum=$((sum + v))
+    printf -v hx '%02x' "$v"
+    printf -v ch "\\x$hx"
+    text+=$ch
+  done
+  if ((LEVEL >= 4)); then
+    n=$((${#body} / 2))
+    if ((bad || (((sum + n) & 255) ^ KEY[0]) != check)); then
+      echo INVALID
+      continue
+    fi
+  fi
+  printf '%s\n' "$text"
+done
+"""
+
+_UNSEAL_C = r"""/* Decode sealer tokens read on stdin (one per line) back to their plaintexts. */
+#include <stdio.h>
+#include <string.h>
+
+@CONSTS@
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+int main(void) {
+    static char line[65536];
+    static unsigned char out[32768];
+    while (fgets(line, sizeof line, stdin)) {
+        size_t n = strlen(line);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        const char *body = line;
+        size_t len = n;
+        int check = -1, ok = 1;
+        if (LEVEL >= 4) {
+            ok = n >= 8 && !strncmp(line, "v2:", 3) && line[n - 3] == ':';
+            if (ok) {
+                body = line + 3;
+                len = n - 6;
+                int hi = hexval(line[n - 2]), lo = hexval(line[n - 1]);
+                ok = hi >= 0 && lo >= 0 && len > 0 && len % 2 == 0;
+                check = hi * 16 + lo;
+            }
+        }
+        size_t count = len / 2;
+        unsigned sum = 0;
+        for (size_t i = 0; ok && i < count; i++) {
+            int hi = hexval(body[2 * i]), lo = hexval(body[2 * i + 1]);
+            if (hi < 0 || lo < 0) {
+                ok = 0;
+                break;
+            }
+            unsigned v = (unsigned)(hi * 16 + lo);
+            if (LEVEL >= 3) v = (v - STEP * (unsigned)i) & 0xffu;
+            v ^= KEY[i % (sizeof KEY / sizeof KEY[0])];
+            if (LEVEL >= 4 && (v < 32 || v > 126)) ok = 0;
+            sum += v;
+            out[i] = (unsigned char)v;
+        }
+        if (LEVEL >= 4 && ok && (int)(((sum + count) & 0xffu) ^ KEY[0]) != check) ok = 0;
+        if (!ok) {
+            puts("INVALID");
+            continue;
+        }
+        fwrite(out, 1, count, stdout);
+        putchar('\n');
+    }
+    return 0;
+}
+"""
+
+
+def _seal_consts(language: str, key: list[int], step: int, level: int) -> str:
+    if language == "python":
+        return f"KEY = {key!r}\nSTEP = {step}\nLEVEL = {level}"
+    if language == "bash":
+        return f"KEY=({' '.join(str(k) for k in key)})\nSTEP={step}\nLEVEL={level}"
+    return (
+        f"static const unsigned KEY[] = {{{', '.join(str(k) for k in key)}}};\n"
+        f"#define STEP {step}u\n#define LEVEL {level}"
+    )
+
+
+_SEAL_DIRS = ["bin", "evidence", "samples", "quarantine"]
+_SEAL_NAMES = ["sealer", "tokgen", "wrapd", "encsvc", "update-helper"]
+_SEAL_CAPTURE_DIRS = ["capture", "pcap", "netcap", "wire"]
+_SEAL_CAPTURE_FILES = {
+    "tokens": ["captured.txt", "tokens.txt", "wire_tokens.txt", "intercepted.txt"],
+    "session": ["session.log", "traffic.log", "egress.log", "c2_traffic.log"],
+}
+_SEAL_OUT_DIRS = ["out", "findings", "results", "analysis", "ir_report"]
+_SEAL_OUT_FILES = {
+    "decoded_txt": ["decoded.txt", "plaintext.txt", "tokens_decoded.txt"],
+    "decoded_tsv": ["decoded.tsv", "plaintext.tsv", "session_decoded.tsv"],
+    "key": ["key.txt", "secret.txt", "recovered_key.txt"],
+    "tampered": ["tampered.txt", "forged_lines.txt", "bad_tokens.txt"],
+    "credentials": ["credentials.txt", "logins.txt", "stolen_logins.txt"],
+    "exfil": ["exfil.txt", "fetched_paths.txt", "stolen_files.txt"],
+}
+_SEAL_OPENERS = [
+    "During an incident we found an implant's helper program on a host; a copy is at "
+    "`{sealer}` (stripped, no source).",
+    "While chasing odd outbound traffic we pulled a small helper binary off the affected "
+    "machine; it is now at `{sealer}`, stripped and without source.",
+    "The intruder left a stripped helper program behind on the compromised host, and we "
+    "copied it to `{sealer}` (no symbols, no source).",
+    "Among the files planted on the breached server was a little stripped binary, saved "
+    "for you at `{sealer}`; we have no source for it.",
+    "Triage of the compromised machine turned up the helper an implant calls before it "
+    "talks to its server; the copy at `{sealer}` is stripped and came without source.",
+]
+_SEAL_PROGRAMS = ["unseal", "decode_tokens", "untoken", "desealer"]
+
+
+@register
+class SealedTokens(Family):
+    """Reverse a stripped 'sealer' binary by probing it: recover its key and decode captured
+    tokens; higher levels add a position-dependent step, an integrity trailer with tampered
+    tokens and a capture log to mine for credentials and exfiltrated paths. Code asks for a
+    decoder program, fuzzed against the sealing scheme on fresh plaintexts."""
+
+    name = "security.sealed_tokens"
+    domain = "security"
+    verifier_kinds = frozenset({"exact_text", "fuzz_equivalence"})
+    fixture_kinds = frozenset({"stripped_binary"})
+    languages = frozenset({"python", "bash", "c"})
+    rules = (
+        Rule("inputs_untouched", (r"Leave the binary and the capture unchanged\.",),
+             (r"def test_inputs_untouched\(", r"def test_sealer_matches_the_scheme\(")),
+        Rule("decoded",
+             (r"`(?P<path>/app/\w+/\w+\.(?:txt|tsv))`: (?:the plaintext of each captured token"
+              r"|one line `LINE<TAB>SOURCE<TAB>PLAINTEXT` per token)",),
+             (r'"decoded": "{path}"', r'read\(OUT\["decoded"\]\)')),
+        Rule("key", (r"`(?P<path>/app/\w+/\w+\.txt)`: the secret key as lowercase hex bytes",),
+             (r'"key": "{path}"', r'read\(OUT\["key"\]\)\.strip\(\) == bytes\(KEY\)\.hex\(\)'),
+             levels=frozenset({1, 2})),
+        Rule("integrity_trailer", (r"a token whose trailer does not match its content",),
+             (r"if \(\(sum\(out\) \+ len\(out\)\) & 0xFF\) \^ key\[0\] != check:",),
+             levels=frozenset({4})),
+        Rule("skip_tampered", (r"\(leave out tampered tokens\)",),
+             (r"good = \[r for r in rows if r\[2\] is not None\]",), levels=frozenset({4})),
+        Rule("tampered",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: the line numbers of the tampered tokens",),
+             (r'"tampered": "{path}"', r'read\(OUT\["tampered"\]\)'), levels=frozenset({4})),
+        Rule("credentials",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: the implant relays logins as a `USER name`",),
+             (r'"credentials": "{path}"', r'read\(OUT\["credentials"\]\)'),
+             levels=frozenset({3, 4})),
+        Rule("exfil",
+             (r"`(?P<path>/app/\w+/\w+\.txt)`: every distinct path the implant fetched",),
+             (r'"exfil": "{path}"', r'read\(OUT\["exfil"\]\)'), levels=frozenset({4})),
+        Rule("decoder", (r"I also need a decoder",), (r"def test_decoder_on_fresh_tokens\(",),
+             when={"code": True}),
+        Rule("decoder_invalid", (r"For a tampered or malformed token print `INVALID`",),
+             (r'expected\.append\("INVALID" if text is None else text\)',),
+             levels=frozenset({4}), when={"code": True}),
+        Rule("decoder_without_sealer", (r"It must work without `(?P<sealer>/app/\w+/[\w-]+)`",),
+             (r'"sealer": "{sealer}"', r"os\.chmod\(SEALER, 0o600\)"), when={"code": True}),
+    )  # fmt: skip
+    skills: ClassVar[Mapping[str, str]] = {
+        "recover XOR-obfuscated strings from a binary blob": "decoded"
+    }
+
+    def render(self, ctx: RenderContext) -> Draft:
+        rng, level = ctx.rng, ctx.level
+        language = asked_program_language(ctx)
+        key_len = 1 if level == 1 else rng.randint(3, 5)
+        key = [rng.randint(1, 255) for _ in range(key_len)]
+        while key_len > 1 and len(set(key)) == 1:
+            key = [rng.randint(1, 255) for _ in range(key_len)]
+        step = rng.choice([3, 5, 7, 11, 13, 17, 19, 23, 29]) if level >= 3 else 0
+        # Where the sample, the capture and the findings live varies from task to task.
+        sealer = f"/app/{rng.choice(_SEAL_DIRS)}/{rng.choice(_SEAL_NAMES)}"
+        capture_files = _SEAL_CAPTURE_FILES["tokens" if level <= 2 else "session"]
+        capture = f"{rng.choice(_SEAL_CAPTURE_DIRS)}/{rng.choice(capture_files)}"
+        out_dir = "/app/" + rng.choice(_SEAL_OUT_DIRS)
+        if level <= 2:
+            wanted = {"decoded": "decoded_txt", "key": "key"}
+        else:
+            wanted = {"decoded": "decoded_tsv", "credentials": "credentials"}
+        if level >= 4:
+            wanted |= {"tampered": "tampered", "exfil": "exfil"}
+        outputs = {k: f"{out_dir}/{rng.choice(_SEAL_OUT_FILES[v])}" for k, v in wanted.items()}
+        opener = rng.choice(_SEAL_OPENERS).format(sealer=sealer)
+        binary_source = (
+            _SEAL_C_BINARY.replace("@KEY@", ", ".join(str(k) for k in key))
+            .replace("@LEVEL@", str(level))
+            .replace("@STEP@", str(step))
+        )
+        files: dict[str, str | bytes] = {"src/sealer.c": binary_source}
+        rows: list[tuple[str, str, str]] = []
+        tampered: set[int] = set()
+        if level <= 2:
+            texts = seal_texts(rng, 1 if level == 1 else 4)
+            captured = "".join(seal(t, key, step, level) + "\n" for t in texts)
+            files[capture] = captured
+        else:
+            rows = seal_session(rng, 30 if level == 3 else 50, level)
+            if level >= 4:
+                tampered = set(rng.sample(range(len(rows)), 6))
+            dst = f"203.0.113.{rng.randint(2, 250)}:{rng.choice([443, 4444, 8443, 1337])}"
+            lines = []
+            for i, (stamp, source, text) in enumerate(rows):
+                token = seal(text, key, step, level)
+                if i in tampered:
+                    token = seal_tamper(rng, token)
+                lines.append(f"{stamp} {source} -> {dst} {token}\n")
+            files[capture] = "".join(lines)
+        hashes = {
+            f"/app/{rel}": sha256_hex(d) for rel, d in files.items() if not rel.startswith("src/")
+        }
+
+        intro = (
+            f"{opener} Run as `{sealer} TEXT`, it prints the token the attacker's implant sends "
+            "over the wire for TEXT. It obviously obfuscates the text with a secret, but we "
+            "don't know how. Leave the binary and the capture unchanged."
+        )
+        if level >= 4:
+            intro += (
+                " This version adds an integrity trailer to every token; a token whose trailer "
+                "does not match its content, or that is malformed, or that decodes to anything "
+                "but printable ASCII, has been tampered with."
+            )
+        deliverables = []
+        if level <= 2:
+            where = (
+                f"`/app/{capture}` holds a token we captured."
+                if level == 1
+                else f"`/app/{capture}` holds tokens we captured, one per line."
+            )
+            deliverables.append(
+                f"`{outputs['decoded']}`: the plaintext of each captured token, one per line, "
+                "in the same order."
+            )
+            deliverables.append(
+                f"`{outputs['key']}`: the secret key as lowercase hex bytes on one line"
+                + (" (just the repeating key, once)." if level == 2 else ".")
+            )
+        else:
+            where = (
+                f"`/app/{capture}` is a capture of its traffic: each line is "
+                "`TIMESTAMP SOURCE -> DESTINATION TOKEN`."
+            )
+            skip = " (leave out tampered tokens)" if level >= 4 else ""
+            deliverables.append(
+                f"`{outputs['decoded']}`: one line `LINE<TAB>SOURCE<TAB>PLAINTEXT` per token"
+                f"{skip}, "
+                "where LINE is the 1-based line number in the log, in log order."
+            )
+            if level >= 4:
+                deliverables.append(
+                    f"`{outputs['tampered']}`: the line numbers of the tampered tokens, "
+                    "ascending, one per line."
+                )
+            deliverables.append(
+                f"`{outputs['credentials']}`: the implant relays logins as a `USER name` "
+                "message and later a `PASS secret` message from the same SOURCE. For every "
+                "PASS that follows a USER from its SOURCE, write `SOURCE USER SECRET` (the "
+                "most recent USER of that source), in log order."
+            )
+            if level >= 4:
+                deliverables.append(
+                    f"`{outputs['exfil']}`: every distinct path the implant fetched with "
+                    "`GET <path>`, byte-order sorted, one per line."
+                )
+        body = [
+            intro + " " + where,
+            "Please produce:\n" + numbered(deliverables),
+        ]
+        program = None
+        if language:
+            program = program_path(language, "/app/" + rng.choice(_SEAL_PROGRAMS))
+            invalid = (
+                " For a tampered or malformed token print `INVALID` instead." if level >= 4 else ""
+            )
+            body.append(
+                "We will see more of these tokens, so I also need a decoder: a program that "
+                "reads tokens from standard input, one per line, and prints the plaintext of "
+                f"each on its own line.{invalid} "
+                + program_sentence(language, program)
+                + f" It must work without `{sealer}` (we will test it on tokens you have "
+                "not seen, with the binary unavailable)."
+            )
+        instruction = "\n\n".join(body)
+
+        probe_text = "HELLO probe 42"
+        steps = [f"mkdir -p {out_dir}"]
+        if language:
+            source = {"python": _UNSEAL_PY, "bash": _UNSEAL_SH, "c": _UNSEAL_C}[language]
+            source = source.replace("@CONSTS@", _seal_consts(language, key, step, level))
+            steps.append(program_step(language, program, source))
+            steps.append(build_step(language, program))
+            decoder = invoke(language, program)
+        else:
+            source = _UNSEAL_SH.replace("@CONSTS@", _seal_consts("bash", key, step, level))
+            steps.append(heredoc("/tmp/unseal.sh", source))
+            decoder = "bash /tmp/unseal.sh"
+        steps.append(
+            f"test \"$({sealer} '{probe_text}')\" = '{seal(probe_text, key, step, level)}'"
+        )
+        if level >= 2:
+            steps.append(f"test \"$({sealer} '{probe_text}' | {decoder})\" = '{probe_text}'")
+        log = f"/app/{capture}"
+        if level <= 2:
+            steps.append(f"{decoder} < {log} > {outputs['decoded']}")
+            if level == 1:
+                steps.append(f"printf '%02x\\n' $(( 0x$({sealer} A) ^ 0x41 )) > {outputs['key']}")
+            else:
+                steps.append(f"echo {bytes(key).hex()} > {outputs['key']}")
+        else:
+            steps += [
+                f"awk '{{print $5}}' {log} > /tmp/tokens.txt",
+                f"{decoder} < /tmp/tokens.txt > /tmp/plain.txt",
+                f'test "$(wc -l < /tmp/plain.txt)" -eq "$(wc -l < {log})"',
+                f"awk '{{print NR \"\\t\" $2}}' {log} > /tmp/meta.txt",
+                "paste -d '\\t' /tmp/meta.txt /tmp/plain.txt > /tmp/all.tsv",
+            ]
+            if level >= 4:
+                steps.append(
+                    "awk -F'\\t' '$3 == \"INVALID\" {print $1}' /tmp/all.tsv"
+                    f" > {outputs['tampered']}"
+                )
+                steps.append(f"awk -F'\\t' '$3 != \"INVALID\"' /tmp/all.tsv > {outputs['decoded']}")
+            else:
+                steps.append(f"cp /tmp/all.tsv {outputs['decoded']}")
+            steps.append(
+                "awk -F'\\t' '$3 ~ /^USER / {u[$2] = substr($3, 6); next}"
+                " $3 ~ /^PASS / && ($2 in u) {print $2, u[$2], substr($3, 6)}'"
+                f" {outputs['decoded']} > {outputs['credentials']}"
+            )
+            if level >= 4:
+                steps.append(
+                    "awk -F'\\t' '$3 ~ /^GET / {print substr($3, 5)}'"
+                    f" {outputs['decoded']} | LC_ALL=C sort -u > {outputs['exfil']}"
+                )
+        solution = "\n".join(s for s in steps if s)
+
+        params = {
+            "level": level,
+            "key": key,
+            "step": step,
+            "sealer": sealer,
+            "capture": f"/app/{capture}",
+            "outputs": outputs,
+            "hashes": hashes,
+            "captured": level <= 2,
+            "session": level >= 3,
+            "code": language is not None,
+            "fuzz": {1: 30, 2: 60, 3: 100, 4: 150}[level]
+            * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
+        }
+        tests = (
+            fixture_test_head(language, program)
+            + "\n\n"
+            + function_sources(seal, unseal, seal_texts, seal_tamper)
+            + "\n\n"
+            + settings_lines(params)
+            + _SEAL_TESTS
+        )
+        return Draft(
+            instruction=instruction,
+            solution=solution,
+            tests={"test_task.py": tests},
+            files=files,
+            dockerfile_steps=(
+                f"RUN mkdir -p {sealer.rsplit('/', 1)[0]} && gcc -O2 -s -o {sealer}"
+                " /app/src/sealer.c && rm -rf /app/src",
+            ),
+        )
+
+
+_SEAL_TESTS = """
+KEY, STEP, LEVEL = CFG["key"], CFG["step"], CFG["level"]
+SEALER = CFG["sealer"]
+OUT = CFG["outputs"]
+
+
+def test_inputs_untouched():
+    check_fixtures(CFG["hashes"])
+
+
+def test_sealer_matches_the_scheme():
+    assert os.access(SEALER, os.X_OK), "the sealer binary is gone or not executable"
+    for text in ["a", "HELLO probe", "x y z 123 ~!"]:
+        done = subprocess.run([SEALER, text], capture_output=True, text=True, timeout=10)
+        assert done.stdout.strip() == seal(text, KEY, STEP, LEVEL), "the sealer binary was altered"
+
+
+def test_decoded_and_key():
+    if not CFG["captured"]:
+        return
+    tokens = Path(CFG["capture"]).read_text().split()
+    expected = "".join(unseal(t, KEY, STEP, LEVEL) + "\\n" for t in tokens)
+    assert read(OUT["decoded"]) == expected, f"{OUT['decoded']} is wrong"
+    assert read(OUT["key"]).strip() == bytes(KEY).hex(), f"{OUT['key']} is wrong"
+
+
+def session():
+    rows = []
+    for number, line in enumerate(Path(CFG["capture"]).read_text().splitlines(), 1):
+        stamp, source, _arrow, _dst, token = line.split(" ")
+        rows.append((number, source, unseal(token, KEY, STEP, LEVEL)))
+    return rows
+
+
+def test_capture_reports():
+    if not CFG["session"]:
+        return
+    rows = session()
+    good = [r for r in rows if r[2] is not None]
+    expected = "".join(f"{n}\\t{s}\\t{t}\\n" for n, s, t in good)
+    assert read(OUT["decoded"]) == expected, f"{OUT['decoded']} is wrong"
+    users, creds = {}, []
+    for _n, source, text in good:
+        if text.startswith("USER "):
+            users[source] = text[5:]
+        elif text.startswith("PASS ") and source in users:
+            creds.append(f"{source} {users[source]} {text[5:]}\\n")
+    assert read(OUT["credentials"]) == "".join(creds), f"{OUT['credentials']} is wrong"
+    if CFG["level"] >= 4:
+        bad = "".join(f"{n}\\n" for n, _s, t in rows if t is None)
+        assert read(OUT["tampered"]) == bad, f"{OUT['tampered']} is wrong"
+        paths = sorted({t[4:] for _n, _s, t in good if t.startswith("GET ")})
+        want = "".join(p + "\\n" for p in paths)
+        assert read(OUT["exfil"]) == want, f"{OUT['exfil']} is wrong"
+
+
+def test_decoder_on_fresh_tokens():
+    if not CFG["code"]:
+        return
+    rng = random.Random(31337)
+    texts = seal_texts(rng, CFG["fuzz"])
+    tokens = [seal(t, KEY, STEP, LEVEL) for t in texts]
+    if LEVEL >= 4:
+        tokens = [seal_tamper(rng, t) if rng.random() < 0.3 else t for t in tokens]
+    expected = []
+    for token in tokens:
+        text = unseal(token, KEY, STEP, LEVEL)
+        expected.append("INVALID" if text is None else text)
+    mode = os.stat(SEALER).st_mode if os.path.exists(SEALER) else None
+    if mode is not None:
+        os.chmod(SEALER, 0o600)
+    try:
+        done = run([], stdin="".join(t + "\\n" for t in tokens))
+    finally:
+        if mode is not None:
+            os.chmod(SEALER, mode)
+    assert done.returncode == 0, f"the decoder failed: {done.stderr[-1500:]}"
+    got = done.stdout.split("\\n")
+    assert len(got) >= len(tokens), f"{len(got)} output lines for {len(tokens)} tokens"
+    wrong = [(t, g, w) for t, g, w in zip(tokens, got, expected) if g != w]
+    assert not wrong, (
+        f"{len(wrong)} of {len(tokens)} tokens decoded wrongly (token, got, expected): {wrong[:4]}"
+    )
+"""
