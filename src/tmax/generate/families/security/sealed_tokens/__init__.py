@@ -1,5 +1,8 @@
 """The security.sealed_tokens family: probing a stripped binary that seals tokens,
-recovering its key and decoding captured tokens."""
+recovering its key and decoding captured tokens. The task's files are the templates
+beside this module: the sealer's source ``environment/src/sealer.c`` (built and stripped
+by the Dockerfile), the reference decoder ``solution/unseal.{py,sh,c}`` and
+``tests/test_task.py``; the functions below are pasted into the decoder and the tests."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from tmax.generate.builders import (
     sha256_hex,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
+from tmax.generate.templates import templates
 
 
 def seal(text, key, step, level):
@@ -126,151 +130,7 @@ def seal_session(rng, count, level):
     return rows
 
 
-_SEAL_C_BINARY = r"""#include <stdio.h>
-#include <string.h>
-
-static const unsigned char K[] = {@KEY@};
-
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: sealer TEXT\n");
-        return 2;
-    }
-    const unsigned char *s = (const unsigned char *)argv[1];
-    size_t n = strlen(argv[1]);
-    unsigned sum = 0;
-    if (@LEVEL@ >= 4) fputs("v2:", stdout);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = s[i] ^ K[i % sizeof K];
-        if (@LEVEL@ >= 3) v = (v + @STEP@u * (unsigned)i) & 0xffu;
-        sum += s[i];
-        printf("%02x", v);
-    }
-    if (@LEVEL@ >= 4) printf(":%02x", ((sum + (unsigned)n) & 0xffu) ^ K[0]);
-    putchar('\n');
-    return 0;
-}
-"""
-
-_UNSEAL_PY = (
-    """#!/usr/bin/env python3
-\"\"\"Decode sealer tokens read on stdin (one per line) back to their plaintexts.\"\"\"
-import re
-import sys
-
-@CONSTS@
-
-"""
-    + function_sources(unseal)
-    + """
-
-
-def main():
-    for line in sys.stdin.read().splitlines():
-        text = unseal(line.strip(), KEY, STEP, LEVEL)
-        print("INVALID" if text is None else text)
-
-
-if __name__ == "__main__":
-    main()
-"""
-)
-
-_UNSEAL_SH = r"""#!/bin/bash
-# Decode sealer tokens read on stdin (one per line) back to their plaintexts.
-export LC_ALL=C
-@CONSTS@
-nkey=${#KEY[@]}
-while IFS= read -r token || [[ -n $token ]]; do
-  token=${token%$'\r'}
-  body=$token
-  if ((LEVEL >= 4)); then
-    if [[ ! $token =~ ^v2:(([0-9a-f][0-9a-f])+):([0-9a-f][0-9a-f])$ ]]; then
-      echo INVALID
-      continue
-    fi
-    body=${BASH_REMATCH[1]}
-    check=$((16#${BASH_REMATCH[3]}))
-  fi
-  text="" sum=0 bad=0
-  for ((i = 0; i < ${#body} / 2; i++)); do
-    v=$((16#${body:2*i:2}))
-    if ((LEVEL >= 3)); then v=$(((v - STEP * i) & 255)); fi
-    v=$((v ^ KEY[i % nkey]))
-    if ((v < 32 || v > 126)); then bad=1; fi
-    sum=$((sum + v))
-    printf -v hx '%02x' "$v"
-    printf -v ch "\\x$hx"
-    text+=$ch
-  done
-  if ((LEVEL >= 4)); then
-    n=$((${#body} / 2))
-    if ((bad || (((sum + n) & 255) ^ KEY[0]) != check)); then
-      echo INVALID
-      continue
-    fi
-  fi
-  printf '%s\n' "$text"
-done
-"""
-
-_UNSEAL_C = r"""/* Decode sealer tokens read on stdin (one per line) back to their plaintexts. */
-#include <stdio.h>
-#include <string.h>
-
-@CONSTS@
-
-static int hexval(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-int main(void) {
-    static char line[65536];
-    static unsigned char out[32768];
-    while (fgets(line, sizeof line, stdin)) {
-        size_t n = strlen(line);
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-        const char *body = line;
-        size_t len = n;
-        int check = -1, ok = 1;
-        if (LEVEL >= 4) {
-            ok = n >= 8 && !strncmp(line, "v2:", 3) && line[n - 3] == ':';
-            if (ok) {
-                body = line + 3;
-                len = n - 6;
-                int hi = hexval(line[n - 2]), lo = hexval(line[n - 1]);
-                ok = hi >= 0 && lo >= 0 && len > 0 && len % 2 == 0;
-                check = hi * 16 + lo;
-            }
-        }
-        size_t count = len / 2;
-        unsigned sum = 0;
-        for (size_t i = 0; ok && i < count; i++) {
-            int hi = hexval(body[2 * i]), lo = hexval(body[2 * i + 1]);
-            if (hi < 0 || lo < 0) {
-                ok = 0;
-                break;
-            }
-            unsigned v = (unsigned)(hi * 16 + lo);
-            if (LEVEL >= 3) v = (v - STEP * (unsigned)i) & 0xffu;
-            v ^= KEY[i % (sizeof KEY / sizeof KEY[0])];
-            if (LEVEL >= 4 && (v < 32 || v > 126)) ok = 0;
-            sum += v;
-            out[i] = (unsigned char)v;
-        }
-        if (LEVEL >= 4 && ok && (int)(((sum + count) & 0xffu) ^ KEY[0]) != check) ok = 0;
-        if (!ok) {
-            puts("INVALID");
-            continue;
-        }
-        fwrite(out, 1, count, stdout);
-        putchar('\n');
-    }
-    return 0;
-}
-"""
+_EXTENSIONS = {"python": "py", "bash": "sh", "c": "c"}
 
 
 def _seal_consts(language: str, key: list[int], step: int, level: int) -> str:
@@ -282,6 +142,14 @@ def _seal_consts(language: str, key: list[int], step: int, level: int) -> str:
         f"static const unsigned KEY[] = {{{', '.join(str(k) for k in key)}}};\n"
         f"#define STEP {step}u\n#define LEVEL {level}"
     )
+
+
+def _decoder(tpl, language: str, key: list[int], step: int, level: int) -> str:
+    """The reference decoder ``solution/unseal.<extension>`` with the scheme's constants."""
+    values = {"consts": _seal_consts(language, key, step, level)}
+    if language == "python":
+        values["unseal"] = function_sources(unseal)
+    return tpl.render(f"solution/unseal.{_EXTENSIONS[language]}", **values)
 
 
 _SEAL_DIRS = ["bin", "evidence", "samples", "quarantine"]
@@ -385,10 +253,12 @@ class SealedTokens(Family):
             wanted |= {"tampered": "tampered", "exfil": "exfil"}
         outputs = {k: f"{out_dir}/{rng.choice(_SEAL_OUT_FILES[v])}" for k, v in wanted.items()}
         opener = rng.choice(_SEAL_OPENERS).format(sealer=sealer)
-        binary_source = (
-            _SEAL_C_BINARY.replace("@KEY@", ", ".join(str(k) for k in key))
-            .replace("@LEVEL@", str(level))
-            .replace("@STEP@", str(step))
+        tpl = templates(__name__)
+        binary_source = tpl.render(
+            "environment/src/sealer.c",
+            key="{" + ", ".join(str(k) for k in key) + "}",
+            level=level,
+            step=step,
         )
         files: dict[str, str | bytes] = {"src/sealer.c": binary_source}
         rows: list[tuple[str, str, str]] = []
@@ -489,13 +359,12 @@ class SealedTokens(Family):
         probe_text = "HELLO probe 42"
         steps = [f"mkdir -p {out_dir}"]
         if language:
-            source = {"python": _UNSEAL_PY, "bash": _UNSEAL_SH, "c": _UNSEAL_C}[language]
-            source = source.replace("@CONSTS@", _seal_consts(language, key, step, level))
+            source = _decoder(tpl, language, key, step, level)
             steps.append(program_step(language, program, source))
             steps.append(build_step(language, program))
             decoder = invoke(language, program)
         else:
-            source = _UNSEAL_SH.replace("@CONSTS@", _seal_consts("bash", key, step, level))
+            source = _decoder(tpl, "bash", key, step, level)
             steps.append(heredoc("/tmp/unseal.sh", source))
             decoder = "bash /tmp/unseal.sh"
         steps.append(
@@ -552,13 +421,11 @@ class SealedTokens(Family):
             "fuzz": {1: 30, 2: 60, 3: 100, 4: 150}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
-        tests = (
-            fixture_test_head(language, program)
-            + "\n\n"
-            + function_sources(seal, unseal, seal_texts, seal_tamper)
-            + "\n\n"
-            + settings_lines(params)
-            + _SEAL_TESTS
+        tests = tpl.render(
+            "tests/test_task.py",
+            head=fixture_test_head(language, program),
+            sources=function_sources(seal, unseal, seal_texts, seal_tamper),
+            settings=settings_lines(params),
         )
         return Draft(
             instruction=instruction,
@@ -570,89 +437,3 @@ class SealedTokens(Family):
                 " /app/src/sealer.c && rm -rf /app/src",
             ),
         )
-
-
-_SEAL_TESTS = """
-KEY, STEP, LEVEL = CFG["key"], CFG["step"], CFG["level"]
-SEALER = CFG["sealer"]
-OUT = CFG["outputs"]
-
-
-def test_inputs_untouched():
-    check_fixtures(CFG["hashes"])
-
-
-def test_sealer_matches_the_scheme():
-    assert os.access(SEALER, os.X_OK), "the sealer binary is gone or not executable"
-    for text in ["a", "HELLO probe", "x y z 123 ~!"]:
-        done = subprocess.run([SEALER, text], capture_output=True, text=True, timeout=10)
-        assert done.stdout.strip() == seal(text, KEY, STEP, LEVEL), "the sealer binary was altered"
-
-
-def test_decoded_and_key():
-    if not CFG["captured"]:
-        return
-    tokens = Path(CFG["capture"]).read_text().split()
-    expected = "".join(unseal(t, KEY, STEP, LEVEL) + "\\n" for t in tokens)
-    assert read(OUT["decoded"]) == expected, f"{OUT['decoded']} is wrong"
-    assert read(OUT["key"]).strip() == bytes(KEY).hex(), f"{OUT['key']} is wrong"
-
-
-def session():
-    rows = []
-    for number, line in enumerate(Path(CFG["capture"]).read_text().splitlines(), 1):
-        stamp, source, _arrow, _dst, token = line.split(" ")
-        rows.append((number, source, unseal(token, KEY, STEP, LEVEL)))
-    return rows
-
-
-def test_capture_reports():
-    if not CFG["session"]:
-        return
-    rows = session()
-    good = [r for r in rows if r[2] is not None]
-    expected = "".join(f"{n}\\t{s}\\t{t}\\n" for n, s, t in good)
-    assert read(OUT["decoded"]) == expected, f"{OUT['decoded']} is wrong"
-    users, creds = {}, []
-    for _n, source, text in good:
-        if text.startswith("USER "):
-            users[source] = text[5:]
-        elif text.startswith("PASS ") and source in users:
-            creds.append(f"{source} {users[source]} {text[5:]}\\n")
-    assert read(OUT["credentials"]) == "".join(creds), f"{OUT['credentials']} is wrong"
-    if CFG["level"] >= 4:
-        bad = "".join(f"{n}\\n" for n, _s, t in rows if t is None)
-        assert read(OUT["tampered"]) == bad, f"{OUT['tampered']} is wrong"
-        paths = sorted({t[4:] for _n, _s, t in good if t.startswith("GET ")})
-        want = "".join(p + "\\n" for p in paths)
-        assert read(OUT["exfil"]) == want, f"{OUT['exfil']} is wrong"
-
-
-def test_decoder_on_fresh_tokens():
-    if not CFG["code"]:
-        return
-    rng = random.Random(31337)
-    texts = seal_texts(rng, CFG["fuzz"])
-    tokens = [seal(t, KEY, STEP, LEVEL) for t in texts]
-    if LEVEL >= 4:
-        tokens = [seal_tamper(rng, t) if rng.random() < 0.3 else t for t in tokens]
-    expected = []
-    for token in tokens:
-        text = unseal(token, KEY, STEP, LEVEL)
-        expected.append("INVALID" if text is None else text)
-    mode = os.stat(SEALER).st_mode if os.path.exists(SEALER) else None
-    if mode is not None:
-        os.chmod(SEALER, 0o600)
-    try:
-        done = run([], stdin="".join(t + "\\n" for t in tokens))
-    finally:
-        if mode is not None:
-            os.chmod(SEALER, mode)
-    assert done.returncode == 0, f"the decoder failed: {done.stderr[-1500:]}"
-    got = done.stdout.split("\\n")
-    assert len(got) >= len(tokens), f"{len(got)} output lines for {len(tokens)} tokens"
-    wrong = [(t, g, w) for t, g, w in zip(tokens, got, expected) if g != w]
-    assert not wrong, (
-        f"{len(wrong)} of {len(tokens)} tokens decoded wrongly (token, got, expected): {wrong[:4]}"
-    )
-"""
