@@ -1,8 +1,9 @@
 """The security.sealed_tokens family: probing a stripped binary that seals tokens,
 recovering its key and decoding captured tokens. The task's files are the templates
-beside this module: the sealer's source ``environment/src/sealer.c`` (built and stripped
-by the Dockerfile), the reference decoder ``solution/unseal.{py,sh,c}`` and
-``tests/test_task.py``; the functions below are pasted into the decoder and the tests."""
+beside this module (``instruction.md``, ``solution/solve.sh``, ``tests/test_task.py``, the
+sealer's source ``environment/src/sealer.c``, built and stripped by the Dockerfile); the
+reference decoder is ``solution/unseal.{py,sh,c}``, and the functions below are pasted
+into it and into the tests."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from tmax.generate.builders import (
     function_sources,
     heredoc,
     invoke,
-    numbered,
     program_path,
     program_sentence,
     program_step,
@@ -283,129 +283,43 @@ class SealedTokens(Family):
             f"/app/{rel}": sha256_hex(d) for rel, d in files.items() if not rel.startswith("src/")
         }
 
-        intro = (
-            f"{opener} Run as `{sealer} TEXT`, it prints the token the attacker's implant sends "
-            "over the wire for TEXT. It obviously obfuscates the text with a secret, but we "
-            "don't know how. Leave the binary and the capture unchanged."
-        )
-        if level >= 4:
-            intro += (
-                " This version adds an integrity trailer to every token; a token whose trailer "
-                "does not match its content, or that is malformed, or that decodes to anything "
-                "but printable ASCII, has been tampered with."
-            )
-        deliverables = []
-        if level <= 2:
-            where = (
-                f"`/app/{capture}` holds a token we captured."
-                if level == 1
-                else f"`/app/{capture}` holds tokens we captured, one per line."
-            )
-            deliverables.append(
-                f"`{outputs['decoded']}`: the plaintext of each captured token, one per line, "
-                "in the same order."
-            )
-            deliverables.append(
-                f"`{outputs['key']}`: the secret key as lowercase hex bytes on one line"
-                + (" (just the repeating key, once)." if level == 2 else ".")
-            )
-        else:
-            where = (
-                f"`/app/{capture}` is a capture of its traffic: each line is "
-                "`TIMESTAMP SOURCE -> DESTINATION TOKEN`."
-            )
-            skip = " (leave out tampered tokens)" if level >= 4 else ""
-            deliverables.append(
-                f"`{outputs['decoded']}`: one line `LINE<TAB>SOURCE<TAB>PLAINTEXT` per token"
-                f"{skip}, "
-                "where LINE is the 1-based line number in the log, in log order."
-            )
-            if level >= 4:
-                deliverables.append(
-                    f"`{outputs['tampered']}`: the line numbers of the tampered tokens, "
-                    "ascending, one per line."
-                )
-            deliverables.append(
-                f"`{outputs['credentials']}`: the implant relays logins as a `USER name` "
-                "message and later a `PASS secret` message from the same SOURCE. For every "
-                "PASS that follows a USER from its SOURCE, write `SOURCE USER SECRET` (the "
-                "most recent USER of that source), in log order."
-            )
-            if level >= 4:
-                deliverables.append(
-                    f"`{outputs['exfil']}`: every distinct path the implant fetched with "
-                    "`GET <path>`, byte-order sorted, one per line."
-                )
-        body = [
-            intro + " " + where,
-            "Please produce:\n" + numbered(deliverables),
-        ]
         program = None
         if language:
             program = program_path(language, "/app/" + rng.choice(_SEAL_PROGRAMS))
-            invalid = (
-                " For a tampered or malformed token print `INVALID` instead." if level >= 4 else ""
-            )
-            body.append(
-                "We will see more of these tokens, so I also need a decoder: a program that "
-                "reads tokens from standard input, one per line, and prints the plaintext of "
-                f"each on its own line.{invalid} "
-                + program_sentence(language, program)
-                + f" It must work without `{sealer}` (we will test it on tokens you have "
-                "not seen, with the binary unavailable)."
-            )
-        instruction = "\n\n".join(body)
+        values = {
+            "level": level,
+            "code": language is not None,
+            "sealer": sealer,
+            "capture": capture,
+            "outputs": outputs,
+        }
+        instruction = tpl.render(
+            "instruction.md",
+            opener=opener,
+            program_sentence=program_sentence(language, program) if language else "",
+            **values,
+        )
 
         probe_text = "HELLO probe 42"
-        steps = [f"mkdir -p {out_dir}"]
         if language:
             source = _decoder(tpl, language, key, step, level)
-            steps.append(program_step(language, program, source))
-            steps.append(build_step(language, program))
+            setup = [program_step(language, program, source), build_step(language, program)]
             decoder = invoke(language, program)
         else:
             source = _decoder(tpl, "bash", key, step, level)
-            steps.append(heredoc("/tmp/unseal.sh", source))
+            setup = [heredoc("/tmp/unseal.sh", source)]
             decoder = "bash /tmp/unseal.sh"
-        steps.append(
-            f"test \"$({sealer} '{probe_text}')\" = '{seal(probe_text, key, step, level)}'"
+        solution = tpl.render(
+            "solution/solve.sh",
+            out_dir=out_dir,
+            setup="\n".join(s for s in setup if s),
+            probe=probe_text,
+            probe_token=seal(probe_text, key, step, level),
+            decoder=decoder,
+            log=f"/app/{capture}",
+            key_hex=bytes(key).hex(),
+            **values,
         )
-        if level >= 2:
-            steps.append(f"test \"$({sealer} '{probe_text}' | {decoder})\" = '{probe_text}'")
-        log = f"/app/{capture}"
-        if level <= 2:
-            steps.append(f"{decoder} < {log} > {outputs['decoded']}")
-            if level == 1:
-                steps.append(f"printf '%02x\\n' $(( 0x$({sealer} A) ^ 0x41 )) > {outputs['key']}")
-            else:
-                steps.append(f"echo {bytes(key).hex()} > {outputs['key']}")
-        else:
-            steps += [
-                f"awk '{{print $5}}' {log} > /tmp/tokens.txt",
-                f"{decoder} < /tmp/tokens.txt > /tmp/plain.txt",
-                f'test "$(wc -l < /tmp/plain.txt)" -eq "$(wc -l < {log})"',
-                f"awk '{{print NR \"\\t\" $2}}' {log} > /tmp/meta.txt",
-                "paste -d '\\t' /tmp/meta.txt /tmp/plain.txt > /tmp/all.tsv",
-            ]
-            if level >= 4:
-                steps.append(
-                    "awk -F'\\t' '$3 == \"INVALID\" {print $1}' /tmp/all.tsv"
-                    f" > {outputs['tampered']}"
-                )
-                steps.append(f"awk -F'\\t' '$3 != \"INVALID\"' /tmp/all.tsv > {outputs['decoded']}")
-            else:
-                steps.append(f"cp /tmp/all.tsv {outputs['decoded']}")
-            steps.append(
-                "awk -F'\\t' '$3 ~ /^USER / {u[$2] = substr($3, 6); next}"
-                " $3 ~ /^PASS / && ($2 in u) {print $2, u[$2], substr($3, 6)}'"
-                f" {outputs['decoded']} > {outputs['credentials']}"
-            )
-            if level >= 4:
-                steps.append(
-                    "awk -F'\\t' '$3 ~ /^GET / {print substr($3, 5)}'"
-                    f" {outputs['decoded']} | LC_ALL=C sort -u > {outputs['exfil']}"
-                )
-        solution = "\n".join(s for s in steps if s)
 
         params = {
             "level": level,
