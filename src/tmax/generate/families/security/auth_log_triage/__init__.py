@@ -1,5 +1,8 @@
 """The security.auth_log_triage family: failed SSH logins from auth logs (counts,
-invalid users, a blocklist, compromised accounts, a service answering them)."""
+invalid users, a blocklist, compromised accounts, a service answering them). The reference
+programs ``solution/failed_by_ip.{py,sh}``, the service ``solution/ssh_triage_server.py``
+and ``tests/test_task.py`` are templates beside this module; the functions below are
+pasted into them."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from tmax.generate.builders import (
     start_python_service,
 )
 from tmax.generate.family import Draft, Family, RenderContext, register
+from tmax.generate.templates import templates
 
 
 def _gz(text: str) -> bytes:
@@ -191,7 +195,6 @@ def auth_compromised(events, threshold):
     return sorted(found)
 
 
-_AUTH_CORE = function_sources(auth_events, auth_failed, auth_table)
 _AUTH_ALL = function_sources(
     auth_pool,
     auth_log,
@@ -204,57 +207,17 @@ _AUTH_ALL = function_sources(
     auth_compromised,
 )
 
-_AUTH_PY = (
-    """#!/usr/bin/env python3
-\"\"\"Failed SSH password attempts per source address, from auth logs (plain or .gz).\"\"\"
-import gzip
-import re
-import sys
-
-"""
-    + _AUTH_CORE
-    + """
-
-
-def main():
-    text = ""
-    for path in sys.argv[1:]:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
-            text += handle.read()
-    sys.stdout.write(auth_table(auth_events(text)))
-
-
-if __name__ == "__main__":
-    main()
-"""
-)
-
 _AUTH_AWK_PREFIX = r"""$5 ~ /^sshd\[[0-9]+\]:$/ {
   b = 6; n = 1
   if ($6 == "message" && $7 == "repeated" && $9 == "times:" && $10 == "[") { n = $8; b = 11 }"""
 
-_AUTH_SH = (
-    r"""#!/bin/bash
-# Failed SSH password attempts per source address, from auth logs (plain or .gz).
-set -euo pipefail
-for log in "$@"; do
-  case "$log" in
-    *.gz) gzip -dc -- "$log" ;;
-    *) cat -- "$log" ;;
-  esac
-done | awk '"""
-    + _AUTH_AWK_PREFIX
-    + r"""
-  if ($b == "Failed" && $(b + 1) == "password" && $(b + 2) == "for") {
-    u = b + 3
-    if ($u == "invalid" && $(u + 1) == "user") u += 2
-    if ($(u + 1) == "from") count[$(u + 2)] += n
-  }
-}
-END { for (ip in count) print ip, count[ip] }' | LC_ALL=C sort -k2,2nr -k1,1
-"""
-)
+
+def _program(tpl, language: str) -> str:
+    """The reference failed_by_ip program ``solution/failed_by_ip.<extension>``."""
+    if language == "python":
+        core = function_sources(auth_events, auth_failed, auth_table)
+        return tpl.render("solution/failed_by_ip.py", core=core)
+    return tpl.render("solution/failed_by_ip.sh")
 
 
 @register
@@ -435,13 +398,13 @@ class AuthLogTriage(Family):
         instruction = "\n\n".join(body)
 
         # ---- reference solution ------------------------------------------------------
+        tpl = templates(__name__)
         steps = ["mkdir -p /app/report"]
         if language:
-            source = _AUTH_PY if language == "python" else _AUTH_SH
-            steps.append(program_step(language, program, source))
+            steps.append(program_step(language, program, _program(tpl, language)))
             tool = invoke(language, program)
         else:
-            steps.append(heredoc("/tmp/failed_by_ip.sh", _AUTH_SH))
+            steps.append(heredoc("/tmp/failed_by_ip.sh", _program(tpl, "bash")))
             tool = "bash /tmp/failed_by_ip.sh"
         joined = " ".join(paths)
         steps.append(f"{tool} {joined} > /app/report/failed_by_ip.txt")
@@ -505,50 +468,15 @@ class AuthLogTriage(Family):
                 "python3 -m json.tool /app/report/summary.json > /dev/null",
             ]
         if serve:
-            server = (
-                "import gzip\nimport re\n\n"
-                + _AUTH_ALL
-                + "\n\nTHRESHOLD = "
-                + str(threshold if level >= 2 else 0)
-                + "\nLEVEL = "
-                + str(level)
-                + "\nNETWORKS = "
-                + repr(networks)
-                + "\nLOGS = "
-                + repr(paths)
-                + "\nPORTS = "
-                + repr(ports if use_http else (ports[0], None))
-                + """
-TEXT = ""
-for _path in LOGS:
-    _open = gzip.open if _path.endswith(".gz") else open
-    with _open(_path, "rt") as _handle:
-        TEXT += _handle.read()
-EVENTS = auth_events(TEXT)
-FAILED = dict(auth_failed(EVENTS))
-BLOCKED = set(auth_blocklist(EVENTS, THRESHOLD, NETWORKS)) if LEVEL >= 2 else set()
-
-
-def answer_line(request):
-    parts = request.split()
-    if len(parts) == 2 and parts[0] == "FAILED":
-        return str(FAILED.get(parts[1], 0))
-    if len(parts) == 2 and parts[0] == "BLOCKED":
-        return "yes" if parts[1] in BLOCKED else "no"
-    return "ERR"
-
-
-def answer_http(path):
-    if not path.startswith("/ip/"):
-        return 404, {"error": "not found"}
-    ip = path[4:]
-    payload = {"ip": ip, "failed": FAILED.get(ip, 0)}
-    if LEVEL >= 2:
-        payload["blocked"] = ip in BLOCKED
-    return 200, payload
-"""
-                + ANSWER_SERVER_FRAME
-                + "\n\nserve(*PORTS)\n"
+            server = tpl.render(
+                "solution/ssh_triage_server.py",
+                sources=_AUTH_ALL,
+                threshold=threshold if level >= 2 else 0,
+                level=level,
+                networks=networks,
+                logs=paths,
+                ports=ports if use_http else (ports[0], None),
+                frame=ANSWER_SERVER_FRAME,
             )
             steps.append(heredoc("/app/ssh_triage_server.py", server))
             steps.append(start_python_service("/app/ssh_triage_server.py", ports[: 1 + use_http]))
@@ -568,13 +496,11 @@ def answer_http(path):
             "fuzz_cases": {1: 4, 2: 6, 3: 8, 4: 10}[level]
             * (2 if ctx.verifier_kind == "fuzz_equivalence" else 1),
         }
-        tests = (
-            fixture_test_head(language, program)
-            + "\n\n"
-            + _AUTH_ALL
-            + "\n\n"
-            + settings_lines(params)
-            + _AUTH_TESTS
+        tests = tpl.render(
+            "tests/test_task.py",
+            head=fixture_test_head(language, program),
+            sources=_AUTH_ALL,
+            settings=settings_lines(params),
         )
         return Draft(
             instruction=instruction,
@@ -583,119 +509,3 @@ def answer_http(path):
             files=files,
             keep_agent_processes=serve,
         )
-
-
-_AUTH_TESTS = """
-
-def load_logs(paths):
-    text = ""
-    for path in paths:
-        assert os.path.isfile(path), f"input {path} is missing"
-        if path.endswith(".gz"):
-            text += gzip.decompress(Path(path).read_bytes()).decode()
-        else:
-            text += Path(path).read_text()
-    return text
-
-
-EVENTS = auth_events(load_logs(CFG["paths"]))
-
-
-def test_inputs_untouched():
-    check_fixtures(CFG["hashes"])
-
-
-def test_failed_by_ip():
-    assert read("/app/report/failed_by_ip.txt") == auth_table(EVENTS), (
-        "failed_by_ip.txt does not match the failed attempts in the logs"
-    )
-
-
-def test_invalid_users_and_blocklist():
-    if CFG["level"] >= 2:
-        expected = "".join(u + "\\n" for u in auth_invalid_users(EVENTS))
-        assert read("/app/report/invalid_users.txt") == expected, "invalid_users.txt is wrong"
-        block = auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"])
-        assert read("/app/report/blocklist.txt") == "".join(ip + "\\n" for ip in block), (
-            "blocklist.txt is wrong"
-        )
-
-
-def test_compromised():
-    if CFG["level"] >= 3:
-        expected = "".join(line + "\\n" for line in auth_compromised(EVENTS, CFG["threshold"]))
-        assert read("/app/report/compromised.txt") == expected, "compromised.txt is wrong"
-
-
-def test_summary():
-    if CFG["level"] >= 4:
-        summary = json.loads(read("/app/report/summary.json"))
-        failed = auth_failed(EVENTS)
-        block = auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"])
-        users = sorted({line.split()[0] for line in auth_compromised(EVENTS, CFG["threshold"])})
-        expected = {
-            "total_failed": sum(n for _ip, n in failed),
-            "unique_ips": len(failed),
-            "blocked": len(block),
-            "top_ip": failed[0][0],
-            "compromised_users": users,
-        }
-        for key, value in expected.items():
-            got = summary.get(key)
-            assert got == value, f"summary.json {key}: {got!r} != {value!r}"
-
-
-def test_program_on_fresh_logs(tmp_path):
-    if not CFG["code"]:
-        return
-    rng = random.Random(4242)
-    for case in range(CFG["fuzz_cases"]):
-        pool = auth_pool(rng, rng.randint(3, 9), rng.randint(2, 5))
-        count = rng.randint(1, 3) if CFG["level"] >= 3 else 1
-        texts = [
-            auth_log(rng, pool, rng.randint(20, 90), 5 + i, CFG["level"] >= 2) for i in range(count)
-        ]
-        paths = []
-        for i, text in enumerate(texts):
-            path = tmp_path / f"c{case}_{i}.log"
-            if CFG["level"] >= 3 and i == 0 and count > 1:
-                path = tmp_path / f"c{case}_{i}.log.gz"
-                path.write_bytes(gzip.compress(text.encode()))
-            else:
-                path.write_text(text)
-            paths.append(str(path))
-        done = run(paths)
-        assert done.returncode == 0, f"the program failed on case {case}: {done.stderr[-1500:]}"
-        expected = auth_table(auth_events("".join(texts)))
-        assert done.stdout == expected, (
-            f"case {case}: wrong table for {paths}\\n--- got\\n{done.stdout[:800]}"
-            f"\\n--- expected\\n{expected[:800]}"
-        )
-
-
-def test_service():
-    if not CFG["serve"]:
-        return
-    failed = dict(auth_failed(EVENTS))
-    block = set(auth_blocklist(EVENTS, CFG["threshold"], CFG["networks"]))
-    rng = random.Random(7)
-    ips = sorted(failed)
-    probe = rng.sample(ips, min(6, len(ips))) + ["10.255.255.254", "198.18.0.9"]
-    requests = [f"FAILED {ip}" for ip in probe]
-    if CFG["level"] >= 2:
-        requests += [f"BLOCKED {ip}" for ip in probe]
-    replies = ask_lines(CFG["ports"][0], requests)
-    for request, reply in zip(requests, replies):
-        verb, ip = request.split()
-        want = str(failed.get(ip, 0)) if verb == "FAILED" else ("yes" if ip in block else "no")
-        assert reply.strip() == want, f"{request!r} answered {reply!r}, expected {want!r}"
-    if CFG["http"]:
-        for ip in probe:
-            status, body = http_get(CFG["ports"][1], "/ip/" + ip)
-            assert status == 200, f"GET /ip/{ip} returned HTTP {status}"
-            data = json.loads(body)
-            assert data.get("ip") == ip, f"HTTP answer for {ip} names another address: {data}"
-            assert data.get("failed") == failed.get(ip, 0), f"HTTP failed count for {ip}: {data}"
-            if CFG["level"] >= 2:
-                assert data.get("blocked") is (ip in block), f"HTTP blocked flag for {ip}: {data}"
-"""
