@@ -1,8 +1,9 @@
 """The security.auth_log_triage family: failed SSH logins from auth logs (counts,
-invalid users, a blocklist, compromised accounts, a service answering them). The reference
-programs ``solution/failed_by_ip.{py,sh}``, the service ``solution/ssh_triage_server.py``
-and ``tests/test_task.py`` are templates beside this module; the functions below are
-pasted into them."""
+invalid users, a blocklist, compromised accounts, a service answering them). The task's files are
+the templates beside this module (``instruction.md``, ``solution/solve.sh``,
+``tests/test_task.py``); the reference program is ``solution/failed_by_ip.{py,sh}`` and
+the service ``solution/ssh_triage_server.py``, and the functions below are pasted into
+them and into the tests."""
 
 from __future__ import annotations
 
@@ -15,12 +16,10 @@ from tmax.generate.audit import Rule
 from tmax.generate.builders import (
     ANSWER_SERVER_FRAME,
     asked_program_language,
-    bullets,
     fixture_test_head,
     function_sources,
     heredoc,
     invoke,
-    numbered,
     program_path,
     program_sentence,
     program_step,
@@ -207,10 +206,6 @@ _AUTH_ALL = function_sources(
     auth_compromised,
 )
 
-_AUTH_AWK_PREFIX = r"""$5 ~ /^sshd\[[0-9]+\]:$/ {
-  b = 6; n = 1
-  if ($6 == "message" && $7 == "repeated" && $9 == "times:" && $10 == "[") { n = $8; b = 11 }"""
-
 
 def _program(tpl, language: str) -> str:
     """The reference failed_by_ip program ``solution/failed_by_ip.<extension>``."""
@@ -302,171 +297,30 @@ class AuthLogTriage(Family):
         paths = [f"/app/logs/{name}" for name in names]
         hashes = {f"/app/{rel}": sha256_hex(data) for rel, data in files.items()}
 
-        # ---- the request -------------------------------------------------------------
-        if len(names) == 1:
-            where = "The SSH server's log is `/app/logs/auth.log`."
-        else:
-            where = (
-                "The SSH server's logs are in `/app/logs/`: `auth.log.2.gz` (oldest, gzipped), "
-                "`auth.log.1`, then `auth.log` (newest)."
-            )
-        rules = [
-            "A failed attempt is an sshd `Failed password for ...` line (for valid or invalid "
-            "users); nothing else counts, not even lines from other programs that merely "
-            "mention those words.",
-        ]
-        if level >= 2:
-            rules.append(
-                "syslog folds repeats into `message repeated N times: [ ... ]`; such a line "
-                "counts as N attempts."
-            )
-        deliverables = [
-            "`/app/report/failed_by_ip.txt`: one line `IP COUNT` per source address with at "
-            "least one failed attempt, sorted by COUNT descending, ties by IP in plain byte "
-            "order.",
-        ]
-        if level >= 2:
-            deliverables.append(
-                "`/app/report/invalid_users.txt`: every distinct account name tried that does "
-                "not exist on the box (sshd reports them as `Invalid user NAME` or `... for "
-                "invalid user NAME ...`), one per line, byte-order sorted."
-            )
-            allow = ""
-            if networks:
-                allow = (
-                    " Never list an address inside one of the trusted networks in "
-                    "`/app/config/allowlist.txt` (CIDR, `#` starts a comment)."
-                )
-            deliverables.append(
-                f"`/app/report/blocklist.txt`: the addresses with at least {threshold} failed "
-                f"attempts, one per line, byte-order sorted.{allow}"
-            )
-        if level >= 3:
-            deliverables.append(
-                "`/app/report/compromised.txt`: one line `USER IP` (unique, byte-order sorted) "
-                "for every accepted login (password or publickey) from an address that already "
-                f"had at least {threshold} failed attempts earlier in the logs, reading them in "
-                "chronological order."
-            )
-        if level >= 4:
-            deliverables.append(
-                "`/app/report/summary.json`: an object with `total_failed` (all failed attempts), "
-                "`unique_ips` (lines in failed_by_ip.txt), `blocked` (lines in blocklist.txt), "
-                "`top_ip` (the first address of failed_by_ip.txt) and `compromised_users` (the "
-                "sorted distinct users of compromised.txt)."
-            )
-        body = [
-            "We think someone has been brute-forcing SSH on one of our servers. "
-            + where
-            + " Leave the input files unchanged.",
-            "Rules:\n" + bullets(rules),
-            "Please produce:\n" + numbered(deliverables),
-        ]
         program = None
         if language:
             program = program_path(language, "/app/triage")
-            gz = " (a name ending in `.gz` is gzip-compressed)" if level >= 3 else ""
-            body.append(
-                "I also want a reusable tool for the next incident: a program that takes log "
-                f"file paths as arguments{gz}, oldest first, and prints the failed_by_ip table "
-                "(exactly the format above) to standard output. "
-                + program_sentence(language, program)
-                + " I'll run it on other servers' logs, so don't hard-code anything."
-            )
         ports = service_ports(ctx)
-        if serve:
-            requests = [
-                "`FAILED <ip>` → the number of failed attempts from that address (0 if none)"
-            ]
-            if level >= 2:
-                requests.append(
-                    "`BLOCKED <ip>` → `yes` if the address is in the blocklist, else `no`"
-                )
-            text = (
-                "Finally, the firewall team wants to query the results live: leave a service "
-                f"running that listens on 127.0.0.1 port {ports[0]} and answers newline-terminated "
-                "request lines (several per connection) with one reply line each:\n"
-                + bullets(requests)
-            )
-            if use_http:
-                blocked = ', "blocked": true|false' if level >= 2 else ""
-                text += (
-                    f"\n\nThe same data must be served over HTTP on 127.0.0.1 port {ports[1]}: "
-                    f'`GET /ip/<ip>` returns JSON `{{"ip": "<ip>", "failed": N{blocked}}}`.'
-                )
-            body.append(text)
-        instruction = "\n\n".join(body)
+        values = {"level": level, "threshold": threshold}
+        tpl = templates(__name__)
+        instruction = tpl.render(
+            "instruction.md",
+            code=language is not None,
+            serve=serve,
+            http=use_http,
+            ports=ports,
+            program_sentence=program_sentence(language, program) if language else "",
+            **values,
+        )
 
         # ---- reference solution ------------------------------------------------------
-        tpl = templates(__name__)
-        steps = ["mkdir -p /app/report"]
         if language:
-            steps.append(program_step(language, program, _program(tpl, language)))
+            program_step_ = program_step(language, program, _program(tpl, language))
             tool = invoke(language, program)
         else:
-            steps.append(heredoc("/tmp/failed_by_ip.sh", _program(tpl, "bash")))
+            program_step_ = heredoc("/tmp/failed_by_ip.sh", _program(tpl, "bash"))
             tool = "bash /tmp/failed_by_ip.sh"
-        joined = " ".join(paths)
-        steps.append(f"{tool} {joined} > /app/report/failed_by_ip.txt")
-        if level >= 3:
-            steps.append("gzip -dc /app/logs/auth.log.2.gz > /tmp/all.log")
-            steps.append("cat /app/logs/auth.log.1 /app/logs/auth.log >> /tmp/all.log")
-        else:
-            steps.append("cp /app/logs/auth.log /tmp/all.log")
-        if level >= 2:
-            steps.append(
-                "awk '"
-                + _AUTH_AWK_PREFIX
-                + r"""
-  if ($b == "Invalid" && $(b + 1) == "user") print $(b + 2)
-  if ($b == "Failed" && $(b + 3) == "invalid" && $(b + 4) == "user") print $(b + 5)
-}' /tmp/all.log | LC_ALL=C sort -u > /app/report/invalid_users.txt"""
-            )
-            if networks:
-                steps.append(
-                    "grep -v '^#' /app/config/allowlist.txt | grep . > /tmp/allow.txt || true"
-                )
-            else:
-                steps.append(": > /tmp/allow.txt")
-            steps.append(
-                "awk -v t="
-                + str(threshold)
-                + r""" 'FILENAME == ARGV[1] {
-  split($1, net, "/"); split(net[1], o, "."); k = net[2] / 8; p = ""
-  for (i = 1; i <= k; i++) p = p o[i] "."
-  pre[++np] = p; next
-}
-{ if ($2 < t) next; for (i = 1; i <= np; i++) if (index($1 ".", pre[i]) == 1) next; print $1 }
-' /tmp/allow.txt /app/report/failed_by_ip.txt | LC_ALL=C sort > /app/report/blocklist.txt"""
-            )
-        if level >= 3:
-            steps.append(
-                "awk -v t="
-                + str(threshold)
-                + " '"
-                + _AUTH_AWK_PREFIX
-                + r"""
-  if ($b == "Failed" && $(b + 1) == "password" && $(b + 2) == "for") {
-    u = b + 3; if ($u == "invalid" && $(u + 1) == "user") u += 2
-    if ($(u + 1) == "from") seen[$(u + 2)] += n
-  }
-  if ($b == "Accepted" && $(b + 2) == "for" && $(b + 4) == "from" && seen[$(b + 5)] >= t)
-    print $(b + 3), $(b + 5)
-}' /tmp/all.log | LC_ALL=C sort -u > /app/report/compromised.txt"""
-            )
-        if level >= 4:
-            steps += [
-                "total=$(awk '{s += $2} END {print s + 0}' /app/report/failed_by_ip.txt)",
-                "ips=$(wc -l < /app/report/failed_by_ip.txt)",
-                "blocked=$(wc -l < /app/report/blocklist.txt)",
-                "top=$(head -n 1 /app/report/failed_by_ip.txt | cut -d' ' -f1)",
-                "users=$(cut -d' ' -f1 /app/report/compromised.txt | LC_ALL=C sort -u"
-                ' | awk \'{printf "%s\\"%s\\"", (NR > 1 ? ", " : ""), $0}\')',
-                'printf \'{"total_failed": %d, "unique_ips": %d, "blocked": %d, '
-                '"top_ip": "%s", "compromised_users": [%s]}\\n\' '
-                '"$total" "$ips" "$blocked" "$top" "$users" > /app/report/summary.json',
-                "python3 -m json.tool /app/report/summary.json > /dev/null",
-            ]
+        server_step = start = ""
         if serve:
             server = tpl.render(
                 "solution/ssh_triage_server.py",
@@ -478,9 +332,18 @@ class AuthLogTriage(Family):
                 ports=ports if use_http else (ports[0], None),
                 frame=ANSWER_SERVER_FRAME,
             )
-            steps.append(heredoc("/app/ssh_triage_server.py", server))
-            steps.append(start_python_service("/app/ssh_triage_server.py", ports[: 1 + use_http]))
-        solution = "\n".join(s for s in steps if s)
+            server_step = heredoc("/app/ssh_triage_server.py", server)
+            start = start_python_service("/app/ssh_triage_server.py", ports[: 1 + use_http])
+        solution = tpl.render(
+            "solution/solve.sh",
+            program_step=program_step_,
+            tool=tool,
+            logs=" ".join(paths),
+            serve=serve,
+            server_step=server_step,
+            start=start,
+            **values,
+        )
 
         # ---- tests ----------------------------------------------------------------------
         params = {
