@@ -13,7 +13,7 @@ from tmax.config import load_config
 from tmax.generate.families.easy import EASY_FAMILIES
 from tmax.generate.family import FAMILIES, Family
 from tmax.generate.procedural import render_task
-from tmax.generate.templates import TemplateError, Templates
+from tmax.generate.templates import TemplateError, Templates, _CompiledTemplates
 from tmax.tasks import write_task
 from tmax.taxonomy import SamplerSettings, load_taxonomy, sample_specs
 
@@ -61,6 +61,26 @@ def test_a_missing_value_or_file_is_an_error_naming_it(family: Templates) -> Non
 
 def test_the_folder_lists_its_templates_not_its_module(family: Templates) -> None:
     assert family.paths() == ["instruction.md", "solution/solve.sh", "tests/test_task.py"]
+
+
+def test_a_template_edited_after_it_was_compiled_renders_as_it_now_is(
+    family: Templates, tmp_path: Path
+) -> None:
+    """Compiled templates are cached across processes (tmax.generate.templates); an
+    entry for an older source is never used."""
+    assert family.render("instruction.md", source="a") == "Count the lines of `a`.\n"
+    (tmp_path / "a_family" / "instruction.md").write_text("Sort `{{ source }}`.\n")
+    assert Templates("a_family").render("instruction.md", source="a") == "Sort `a`.\n"
+
+
+def test_a_cache_that_cannot_be_written_only_costs_the_compile(
+    family: Templates, tmp_path: Path
+) -> None:
+    (tmp_path / "not_a_folder").write_text("")
+    unwritable = _CompiledTemplates(str(tmp_path / "not_a_folder" / "templates"))
+    family.environment.bytecode_cache = unwritable
+    family.environment.cache = None  # compile again, through the unwritable cache
+    assert family.render("instruction.md", source="b") == "Count the lines of `b`.\n"
 
 
 def _every_family() -> list[Family]:

@@ -15,6 +15,7 @@ template comments are written ``{## … ##}``; ``{{ … }}`` and ``{% … %}`` a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
@@ -22,6 +23,9 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 import jinja2
+import jinja2.bccache
+
+from tmax.io import cache_dir
 
 
 class TemplateError(RuntimeError):
@@ -50,6 +54,32 @@ def _file(package: str, path: str) -> Traversable:
     return node
 
 
+class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept in the project's cache, keyed by each template's name and
+    checked against its source (Jinja also keys them by its own and Python's version):
+    a generation job loads what an earlier one compiled instead of parsing every
+    template again (about 0.3 s a process for the paper config's families). A cache it
+    cannot read or write is skipped."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().load_bytecode(bucket)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+@cache
+def _compiled() -> jinja2.BytecodeCache | None:
+    try:
+        directory = cache_dir() / "templates"
+        directory.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return _CompiledTemplates(str(directory))
+
+
 class Templates:
     """The template files of one family folder (the package ``package``)."""
 
@@ -57,6 +87,7 @@ class Templates:
         self.package = package
         self.environment = jinja2.Environment(
             loader=_PackageFiles(package),
+            bytecode_cache=_compiled(),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
             autoescape=False,
