@@ -51,6 +51,17 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         os.fsync(handle.fileno())
 
 
+def swap_in_directory(tmp: Path, directory: Path) -> None:
+    """``tmp`` (a finished folder beside ``directory``) becomes ``directory``; the old one
+    is moved aside first and removed only once the new one is in place."""
+    old = directory.with_name(f".{directory.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if directory.exists():
+        os.rename(directory, old)
+    os.rename(tmp, directory)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     with atomic_open(path) as handle:

@@ -70,8 +70,9 @@ def vllm_pair(
     from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
 
     model = ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
+    # 1 MiB buckets: every push of the 5 MB model streams in several (rl.push_bucket_mb)
     settings = EngineSettings(model_dir=str(model), dtype="float32", max_model_len=512,
-                              weight_transfer="tmax_gloo")  # fmt: skip
+                              weight_transfer="tmax_gloo", push_bucket_mb=1)  # fmt: skip
     directory = vllm_pair_dir
     with local_servers(directory, settings, 2) as urls:
         engine = VLLMEngine(urls, read_key(directory), settings=settings, host="127.0.0.1")

@@ -137,7 +137,8 @@ def run_push_failure_worker(out: Path) -> None:
 
     where = init_distributed(timeout_s=30.0)
     main = where.rank == 0
-    recipe = replace(settings(4), checkpoint_every=100)
+    # 1 KiB buckets: the tiny model streams in many, and the push fails at the second
+    recipe = replace(settings(4), checkpoint_every=100, push_bucket_mb=2**-10)
 
     def trainer(engine: object) -> Trainer:
         learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False, eps=EPS)
@@ -156,6 +157,52 @@ def run_push_failure_worker(out: Path) -> None:
     )
 
 
+RANK0_EXIT = 17
+
+
+def run_rank0_dies_worker(out: Path) -> None:
+    """Rank 0 is killed in the middle of its first weight push (the process exits while
+    a bucket is being sent): the other rank, in the same walk, fails with an error
+    within the groups' timeouts instead of waiting for the job's time limit."""
+    import os
+
+    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+
+    where = init_distributed(timeout_s=COLLECTIVE_TIMEOUT_S)
+    main = where.rank == 0
+    recipe = replace(settings(2), push_bucket_mb=2**-10, step_timeout_sec=20.0)
+    engine = None
+    if main:
+        engine = TransformersEngine(tiny_model())
+        sink = engine.weight_sink
+
+        def dying_sink(version: int) -> object:
+            inner, puts = sink(version), []
+
+            def put(bucket: object, flat: torch.Tensor) -> None:
+                puts.append(bucket)
+                if len(puts) == 2:
+                    os._exit(RANK0_EXIT)  # as SIGKILL or a lost node would: no goodbye
+
+            inner.put = put  # type: ignore[method-assign]
+            return inner
+
+        engine.weight_sink = dying_sink  # type: ignore[method-assign]
+    learner = DeepSpeedLearner(tiny_model(), lr=LR, zero_stage=3, bf16=False, eps=EPS)
+    env = target_env() if main else None
+    trainer = Trainer(env, engine, learner, recipe, out / "run")  # type: ignore[arg-type]
+    started = time.monotonic()
+    try:
+        trainer.train()
+        error = ""
+    except Exception as failure:
+        error = f"{type(failure).__name__}: {failure}"
+    (out / f"rank{where.rank}.json").write_text(json.dumps({
+        "error": error, "seconds": time.monotonic() - started, "step": trainer.state.step,
+    }))  # fmt: skip
+    os._exit(0)  # the group's teardown would wait for the dead rank
+
+
 def run_worker(out: Path) -> None:
     """One rank: 3 steps (checkpoints at 2 and 3), then a fresh trainer resumes to 4."""
     torch.set_num_threads(1)
@@ -172,6 +219,9 @@ def run_worker(out: Path) -> None:
         return
     if (out / "push_failure").exists():
         run_push_failure_worker(out)
+        return
+    if (out / "rank0_dies").exists():
+        run_rank0_dies_worker(out)
         return
     where = init_distributed()
     main = where.rank == 0
@@ -290,6 +340,19 @@ def test_a_failed_weight_push_checkpoints_every_rank_before_the_run_stops(
     assert [r["steps"] for r in ranks] == [4, 4]
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [1, 2, 3, 4]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (./setup.sh installs it)")
+def test_rank0_killed_mid_push_fails_the_other_rank_within_the_timeouts(tmp_path: Path) -> None:
+    (tmp_path / "rank0_dies").touch()
+    run_ranks(__file__, tmp_path, WORLD_SIZE, WORKER_TIMEOUT_S, codes=[RANK0_EXIT, 0])
+    other = json.loads((tmp_path / "rank1.json").read_text())
+    assert other["error"], "the surviving rank finished a push its rank 0 never did"
+    assert other["step"] == 1  # the first step's update, then the push it never finished
+    # the step's own work, then the push's gathers and meetings: bounded by the
+    # control group's timeout (20 s) and the training group's (3 s), not by the job
+    assert other["seconds"] < 60 + 20 + 3, other
 
 
 def test_shards_balance_tokens_and_keep_every_episode() -> None:

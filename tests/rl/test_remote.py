@@ -46,9 +46,8 @@ PROMPTS = [[4097, 882, 198, 1234, 567, 99], [4097, 882, 198, 42, 43], [7, 8, 9, 
 
 def settings_for(model_dir: Path) -> EngineSettings:
     """fp32 on both sides: the engine must then agree with the learner to about 1e-6."""
-    return EngineSettings(
-        model_dir=str(model_dir), dtype="float32", max_model_len=512, weight_transfer="tmax_gloo"
-    )
+    return EngineSettings(model_dir=str(model_dir), dtype="float32", max_model_len=512,
+                          weight_transfer="tmax_gloo", push_bucket_mb=1)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

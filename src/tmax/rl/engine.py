@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from tmax.rl.streaming import WeightSink
+
 log = logging.getLogger("tmax.rl.engine")
 
 FinishReason = Literal["stop", "length"]
@@ -74,6 +76,11 @@ class Engine(Protocol):
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Load the trainer's weights; later generations use them, ``policy_version``
         becomes ``version``."""
+        ...
+
+    def weight_sink(self, version: int) -> WeightSink:
+        """Where a streamed push goes (:func:`tmax.rl.streaming.stream_weights`): once it
+        finishes, ``policy_version`` is ``version``."""
         ...
 
 
@@ -349,12 +356,18 @@ class TransformersEngine(BatchedEngine):
 
         See :func:`load_full_state_dict` for which keys may be missing.
         """
-        import torch
+        from tmax.rl.streaming import stream_state_dict
 
-        with self._lock, torch.no_grad():
-            load_full_state_dict(self.model, state_dict)
+        stream_state_dict(state_dict, self.weight_sink(version))
+
+    def weight_sink(self, version: int) -> WeightSink:
+        from tmax.rl.streaming import LoadingSink
+
+        def done() -> None:
             self.policy_version = version
-        log.debug("transformers engine now at policy version %d", version)
+            log.debug("transformers engine now at policy version %d", version)
+
+        return LoadingSink(self.model, done, lock=self._lock)
 
 
 def _inverse_cdf_sample(log_mu: torch.Tensor, generators: Sequence[torch.Generator]) -> Any:

@@ -10,7 +10,7 @@ fresh weights to the vLLM engines after every step::
         loss = dppo_loss(...) / global_token_count      # normalised by the trainer, not here
         learner.backward(loss)
     stats = learner.step()                              # {"grad_norm": ..., "lr": ...}
-    weights = learner.full_state_dict()                 # rank 0: every weight; others: {}
+    stream_weights(learner, sink, limit=bucket_bytes)   # the push: bucket by bucket
 
 Two implementations:
 
@@ -37,7 +37,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
+
+from tmax.io import swap_in_directory
 
 if TYPE_CHECKING:
     from deepspeed import DeepSpeedEngine
@@ -84,8 +86,18 @@ class Learner(Protocol):
         """Every weight, gathered, on CPU on rank 0 (``{}`` on other ranks).
 
         Collective: every rank must call it. Names are the model's parameter names (shared
-        parameters once) plus its persistent buffers.
+        parameters once) plus its persistent buffers. The whole model on one host: the
+        trainer streams instead (:func:`tmax.rl.streaming.stream_weights`).
         """
+        ...
+
+    def weight_tensors(self) -> list[tuple[str, Tensor]]:
+        """The tensors :meth:`full_state_dict` gathers, in its order, as this rank holds
+        them (under ZeRO-3, partitions)."""
+        ...
+
+    def gathered(self, tensor: Tensor) -> AbstractContextManager[Any]:
+        """A context in which ``tensor`` is whole (collective under ZeRO-3)."""
         ...
 
     def save(self, directory: Path) -> None:
@@ -141,6 +153,19 @@ def _module_tensors(
             yield module, params, persistent
 
 
+def _weight_tensors(model: nn.Module) -> list[tuple[str, Tensor]]:
+    return [pair for _, params, buffers in _module_tensors(model) for pair in [*params, *buffers]]
+
+
+def _gather_whole(learner: Learner) -> dict[str, Tensor]:
+    """Every weight on rank 0's CPU, through the same stream as a push (collective)."""
+    from tmax.rl.streaming import StateDictSink, stream_weights
+
+    sink = StateDictSink() if learner.rank == 0 else None
+    stream_weights(learner, sink)
+    return sink.weights if sink is not None else {}
+
+
 @contextmanager
 def _replacing_directory(directory: Path) -> Iterator[Path]:
     """Yield an empty temporary directory beside ``directory``; swap it in on success.
@@ -154,19 +179,10 @@ def _replacing_directory(directory: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
     try:
         yield tmp
-        _swap_in(tmp, directory)
+        swap_in_directory(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _swap_in(tmp: Path, directory: Path) -> None:
-    old = directory.with_name(f".{directory.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if directory.exists():
-        os.rename(directory, old)
-    os.rename(tmp, directory)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> None:
@@ -230,12 +246,13 @@ class LocalLearner:
         return {"grad_norm": float(grad_norm), "lr": float(self.optimizer.param_groups[0]["lr"])}
 
     def full_state_dict(self) -> dict[str, Tensor]:
-        weights: dict[str, Tensor] = {}
-        with torch.no_grad():
-            for _, params, buffers in _module_tensors(self.model):
-                for name, tensor in [*params, *buffers]:
-                    weights[name] = tensor.detach().to("cpu", copy=True)
-        return weights
+        return _gather_whole(self)
+
+    def weight_tensors(self) -> list[tuple[str, Tensor]]:
+        return _weight_tensors(self.model)
+
+    def gathered(self, tensor: Tensor) -> AbstractContextManager[Any]:
+        return nullcontext()
 
     def save(self, directory: Path) -> None:
         state = {
@@ -719,17 +736,17 @@ class DeepSpeedLearner:
         }
 
     def full_state_dict(self) -> dict[str, Tensor]:
+        return _gather_whole(self)
+
+    def weight_tensors(self) -> list[tuple[str, Tensor]]:
+        return _weight_tensors(self.engine.module)
+
+    def gathered(self, tensor: Tensor) -> AbstractContextManager[Any]:
+        if self.zero_stage != 3 or not isinstance(tensor, nn.Parameter):
+            return nullcontext()
         import deepspeed
 
-        weights: dict[str, Tensor] = {}
-        with torch.no_grad():
-            for _, params, buffers in _module_tensors(self.engine.module):
-                # One module at a time: at most one layer's full weights are materialised.
-                with deepspeed.zero.GatheredParameters([p for _, p in params], modifier_rank=None):
-                    if self.rank == 0:
-                        for name, tensor in [*params, *buffers]:
-                            weights[name] = tensor.detach().to("cpu", copy=True)
-        return weights
+        return deepspeed.zero.GatheredParameters([tensor], modifier_rank=None)
 
     def _barrier(self) -> None:
         import torch.distributed as dist
@@ -763,7 +780,7 @@ class DeepSpeedLearner:
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
         if self.rank == 0:
-            _swap_in(tmp, directory)
+            swap_in_directory(tmp, directory)
         self._barrier()
 
     def load(self, directory: Path) -> None:

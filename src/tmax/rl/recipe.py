@@ -20,6 +20,7 @@ OPERATIONAL_SETTINGS = frozenset(
         "engine_tensor_parallel",
         "zero_stage",
         "weight_transfer",
+        "push_bucket_mb",
         # memory: the same gradients, computed in other pieces
         "micro_batch_tokens",
         "gradient_checkpointing",

@@ -99,6 +99,7 @@ class EngineSettings:
     ready_timeout: float = 1800.0  # [engine_start_timeout_sec]
     seed: int = 0
     untrained: tuple[str, ...] = ()  # [engine_untrained_weights]: checkpoint tensors not sent
+    push_bucket_mb: int | None = None  # [push_bucket_mb]: None is the transfer's default
 
     @classmethod
     def from_config(cls, rl: Mapping[str, Any], model_dir: str | Path, *, threads: int = 1,
@@ -115,7 +116,14 @@ class EngineSettings:
             ready_timeout=float(rl.get("engine_start_timeout_sec") or 1800.0),
             seed=seed,
             untrained=tuple(rl.get("engine_untrained_weights") or ()),
+            push_bucket_mb=rl.get("push_bucket_mb"),
         )
+
+    @property
+    def bucket_bytes(self) -> int:
+        from tmax.rl.streaming import bucket_bytes
+
+        return bucket_bytes({"push_bucket_mb": self.push_bucket_mb})
 
     def backend(self) -> str:
         from tmax.rl.weight_transfer import default_backend
@@ -459,31 +467,26 @@ class VLLMEngine:
             self._sender = TorchSender.trainer_init(self._group, host=self._host,
                                                     workers=self._group.workers,
                                                     backend=self.settings.backend(),
+                                                    bucket_bytes=self.settings.bucket_bytes,
                                                     untrained=self.settings.untrained)  # fmt: skip
         return self._sender
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        """Push ``state_dict`` into every engine (the caller makes sure nothing is being
-        generated); returns once each serves ``version``.
+        """Push ``state_dict`` into every engine (see :meth:`weight_sink`)."""
+        from tmax.rl.streaming import stream_state_dict
+
+        stream_state_dict(state_dict, self.weight_sink(version), limit=self.settings.bucket_bytes)
+
+    def weight_sink(self, version: int) -> EnginePush:
+        """A streamed push into every engine (the caller makes sure nothing is being
+        generated); it finishes once each serves ``version``.
 
         A server that stopped answering (between pushes) is left out: the weight group
         is formed again over the others, which take its share of the requests, and
         training goes on. A server that dies during a push fails it (a broadcast with a
         dead peer errors or times out); the trainer then checkpoints and the job's
         retry resumes with fresh servers."""
-        started = time.monotonic()
-        self.forget_dead()
-        sender = self._weight_sender()
-        self.pushed_bytes = sender.send_weights(state_dict, version)
-        live = self.live()
-        reported = [client.weight_version() for client in live]
-        if set(reported) != {str(version)}:
-            raise EngineServerError(f"after pushing version {version} the engine servers "
-                                    f"report versions {reported}")  # fmt: skip
-        self.policy_version = version
-        self.push_seconds = time.monotonic() - started
-        log.info("pushed policy version %d to %d engine server(s): %.1f MB in %.2f s", version,
-                 len(live), self.pushed_bytes / 1e6, self.push_seconds)  # fmt: skip
+        return EnginePush(self, version)
 
     def close(self) -> None:
         if self._sender is not None:
@@ -496,6 +499,58 @@ class VLLMEngine:
         if self._on_close is not None:
             self._on_close()
             self._on_close = None
+
+
+class EnginePush:
+    """:class:`~tmax.rl.streaming.WeightSink` of a push into the engine servers: each
+    bucket broadcast to every worker as it comes (vLLM's ``update_weights`` loads it on
+    arrival); the engines' completeness check runs when it finishes."""
+
+    def __init__(self, engine: VLLMEngine, version: int) -> None:
+        from tmax.rl.weight_transfer import transfer_device
+
+        self.engine, self.version = engine, version
+        self.push: Any = None
+        self.started = time.monotonic()
+        self.sent = 0
+        self.sender: Any = None
+        self.device = transfer_device(engine.settings.backend())
+        self.bucket_bytes = engine.settings.bucket_bytes
+        """The engines cut the stream by this (told when the weight group formed)."""
+
+    def begin(self, specs: Sequence[Any], limit: int) -> None:
+        self.engine.forget_dead()
+        self.sender = self.engine._weight_sender()
+        if limit != self.sender.bucket_bytes:
+            raise ValueError(f"buckets of {limit} bytes, but the engines were told "
+                             f"{self.sender.bucket_bytes} (rl.push_bucket_mb)")  # fmt: skip
+        self.push = self.sender.start(specs)
+
+    def put(self, bucket: Sequence[int], flat: torch.Tensor) -> None:
+        self.push.send(flat)
+        self.sent += flat.numel()
+
+    def finish(self) -> None:
+        engine, version = self.engine, self.version
+        self.push.finish(version)
+        live = engine.live()
+        reported = [client.weight_version() for client in live]
+        if set(reported) != {str(version)}:
+            raise EngineServerError(f"after pushing version {version} the engine servers "
+                                    f"report versions {reported}")  # fmt: skip
+        engine.policy_version = version
+        engine.pushed_bytes = self.sent
+        engine.push_seconds = time.monotonic() - self.started
+        log.info("pushed policy version %d to %d engine server(s): %.1f MB in %.2f s", version,
+                 len(live), self.sent / 1e6, engine.push_seconds)  # fmt: skip
+
+    def abort(self) -> None:
+        """A broken broadcast leaves the weight group unusable: the next push forms a
+        new one (the old is never torn down: destroying it can block)."""
+        engine = self.engine
+        if self.sender is not None and engine._sender is self.sender:
+            engine._retired.append(self.sender)
+            engine._sender = None
 
 
 # --------------------------------------------------------------------------------------------

@@ -264,6 +264,7 @@ RESUMABLE_SETTINGS = frozenset(
         "groups_in_flight",
         "step_timeout_sec",
         "stop_grace_sec",
+        "push_bucket_mb",
     }
 )
 """RL settings a run may change and still resume from its checkpoints."""
@@ -455,6 +456,7 @@ def train_rank(
     )
     from tmax.rl.remote import mark_closed
     from tmax.rl.select import snapshot_name, snapshot_steps
+    from tmax.rl.streaming import SnapshotSink
     from tmax.rl.trainer import RLSettings, Trainer
 
     torch.set_num_threads(threads)
@@ -498,11 +500,11 @@ def train_rank(
         log.info("DPPO on %d task(s): %d step(s) of %d prompts x %d samples", len(task_ids),
                  settings.steps, settings.prompts_per_step, settings.group_size)  # fmt: skip
 
-    def snapshot(step: int, weights: dict[str, torch.Tensor]) -> None:
+    def snapshot(step: int) -> SnapshotSink:
         target = Path(run_dir) / "snapshots" / snapshot_name(step)
         target.parent.mkdir(parents=True, exist_ok=True)
-        save_weights(weights, tokenizer, Path(model_dir), target)
         log.info("snapshot of step %d: %s", step, target)
+        return SnapshotSink(Path(model_dir), target, tokenizer)
 
     kept = snapshot_steps(settings.steps, rl["select_every"])
     try:
@@ -521,31 +523,22 @@ def train_rank(
 
 
 def save_weights(
-    weights: Mapping[str, torch.Tensor], tokenizer: Any, model_dir: Path, output: Path
+    weights: Mapping[str, torch.Tensor],
+    tokenizer: Any,
+    model_dir: Path,
+    output: Path,
+    *,
+    limit: int | None = None,
 ) -> None:
     """A servable folder of ``weights`` (a full state dict) in ``model_dir``'s
-    architecture and dtype, as sharded safetensors (transformers' naming, so vLLM and
-    ``transformers serve`` load it as they load ``model_dir``). The model is built on the
-    meta device and takes the given tensors themselves (cast to the checkpoint's dtype),
-    so no second copy of the weights is made in fp32."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    architecture and dtype, written the way the trainer writes a snapshot
+    (:class:`tmax.rl.streaming.SnapshotSink`: safetensors shards of at most ``limit``
+    bytes, transformers' naming, so vLLM and ``transformers serve`` load it as they load
+    ``model_dir``)."""
+    from tmax.rl.streaming import BUCKET_BYTES, SnapshotSink, stream_state_dict
 
-    config = AutoConfig.from_pretrained(model_dir)
-    dtype = getattr(config, "dtype", None) or torch.float32
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    state = {k: v.to(dtype) if v.is_floating_point() else v for k, v in weights.items()}
-    result = model.load_state_dict(state, strict=False, assign=True)
-    model.tie_weights()
-    missing = [n for n, t in model.state_dict().items() if t.is_meta]
-    if result.unexpected_keys or missing:
-        raise ValueError(
-            f"the weights do not match {model_dir}'s architecture: "
-            f"unexpected {sorted(result.unexpected_keys)[:5]}, missing {missing[:5]}"
-        )
-    _save(model, tokenizer, model_dir, output)
+    sink = SnapshotSink(Path(model_dir), Path(output), tokenizer)
+    stream_state_dict(weights, sink, limit=limit or BUCKET_BYTES)
 
 
 def _rollout_side(

@@ -61,6 +61,7 @@ from tmax.rl.loss import (
 from tmax.rl.packing import pack_rows
 from tmax.rl.rollout import EpisodeCancelled, Sample
 from tmax.rl.sequence_parallel import SequenceShard
+from tmax.rl.streaming import MIB, WeightSink, stream_weights
 
 log = logging.getLogger("tmax.rl")
 
@@ -103,6 +104,9 @@ class RLSettings:
     """After SIGTERM: the checkpoint is written at once (the groups being generated are
     abandoned, not waited for; they are generated again after the resume), and the
     abandoned episodes get what is left of this long to remove their sandboxes."""
+    push_bucket_mb: float = 256
+    """The weight push and the snapshots stream in buckets of this many MiB
+    (:mod:`tmax.rl.streaming`): rank 0 holds two of them, not the model."""
     seed: int = 0
 
     @classmethod
@@ -415,7 +419,7 @@ class Trainer:
         run_dir: Path,
         *,
         snapshot_steps: Collection[int] = (),
-        snapshot: Callable[[int, dict[str, torch.Tensor]], None] | None = None,
+        snapshot: Callable[[int], WeightSink] | None = None,
         sequence: SequenceShard | None = None,
     ) -> None:
         """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks).
@@ -424,8 +428,8 @@ class Trainer:
         the ranks of each sequence group get the same episodes and each scores its slice
         of every sequence; the episodes are shared by tokens over the groups.
 
-        After each step in ``snapshot_steps`` the full weights are gathered (a collective)
-        and rank 0 calls ``snapshot(step, weights)`` (checkpoint selection keeps them),
+        After each step in ``snapshot_steps`` the weights are streamed (a collective) into
+        the sink rank 0's ``snapshot(step)`` returns (checkpoint selection keeps them),
         before that step's checkpoint, so a resumed run never lacks an earlier snapshot.
         """
         self.rank, self.world_size = collective.rank_and_size()
@@ -648,21 +652,7 @@ class Trainer:
         self.state.step += 1
         if order.train:
             self.state.policy_version += 1
-            weights = self.learner.full_state_dict()  # a collective: rank 0 gets them
-            if self.is_main:
-                assert self.engine is not None
-                # The push waits for the groups being generated; a stopping run does not
-                # (the resumed run pushes the checkpoint's weights first).
-                with self.engine_lock.exclusive(lambda: self.stop_requested) as alone:
-                    if alone and not self.stop_requested:
-                        try:
-                            self.engine.update_weights(weights, self.state.policy_version)
-                        except Exception as error:  # e.g. an engine server died
-                            # The update is done: keep it. Every rank checkpoints this
-                            # step and stops; a resumed run pushes it to fresh engines.
-                            log.error("step %d: weight push failed (%s); checkpointing and "
-                                      "stopping", self.state.step, error)  # fmt: skip
-                            self.failure, self.stop_requested = error, True
+            self.push()
         update["policy_version"] = self.state.policy_version
         update["step_time_sec"] = time.monotonic() - self._started if self.is_main else 0.0
         if order.snapshot:
@@ -670,6 +660,48 @@ class Trainer:
         if order.checkpoint:
             self.checkpoint()
         return update
+
+    @property
+    def push_bucket_bytes(self) -> int:
+        return max(1, int(self.settings.push_bucket_mb * MIB))
+
+    def push(self) -> None:
+        """The new weights into the engines, streamed bucket by bucket (every rank takes
+        part in the gathers, :mod:`tmax.rl.streaming`). Rank 0 first waits for the groups
+        being generated (a stopping run does not: the resumed run pushes the checkpoint's
+        weights first); meanwhile the others wait on the control group for its word: the
+        bucket size to walk in, or none."""
+        if not self.is_main:
+            limit = collective.broadcast(None, self.control)
+            if limit is not None:
+                stream_weights(self.learner, None, limit=limit, control=self.control)
+            return
+        assert self.engine is not None
+        with self.engine_lock.exclusive(lambda: self.stop_requested) as alone:
+            sink, failure = None, None
+            if alone and not self.stop_requested:
+                try:
+                    sink = self.engine.weight_sink(self.state.policy_version)
+                except Exception as error:
+                    failure = error
+            limit = self._bucket_bytes(sink) if sink is not None else None
+            collective.broadcast(limit, self.control)
+            if sink is not None and limit is not None:
+                try:
+                    stream_weights(self.learner, sink, limit=limit, control=self.control)
+                except Exception as error:  # e.g. an engine server died
+                    failure = error
+            if failure is not None:
+                # The update is done: keep it. Every rank checkpoints this step and
+                # stops; a resumed run pushes it to fresh engines.
+                log.error("step %d: weight push failed (%s); checkpointing and stopping",
+                          self.state.step, failure)  # fmt: skip
+                self.failure, self.stop_requested = failure, True
+
+    def _bucket_bytes(self, sink: WeightSink) -> int:
+        """The engines' bucket size where they were told one when their weight group
+        formed (they cut the stream by it), else ``rl.push_bucket_mb``."""
+        return int(getattr(sink, "bucket_bytes", None) or self.push_bucket_bytes)
 
     def checkpoint(self) -> None:
         """A checkpoint with the data position exact, taken while generation goes on:
@@ -756,11 +788,12 @@ class Trainer:
     # --- checkpoints -----------------------------------------------------------------------
 
     def write_snapshot(self) -> None:
-        """The weights after this step, handed to ``snapshot`` on rank 0 (every rank
-        takes part in gathering them)."""
-        weights = self.learner.full_state_dict()
-        if self.is_main and self.snapshot is not None:
-            self.snapshot(self.state.step, weights)
+        """The weights after this step, streamed into the sink ``snapshot`` gives rank 0
+        (every rank takes part in gathering them). A snapshot that cannot be written
+        fails the step on rank 0, after the others have finished the walk."""
+        sink = self.snapshot(self.state.step) if self.is_main and self.snapshot else None
+        stream_weights(self.learner, sink, limit=self.push_bucket_bytes,
+                       control=self.control)  # fmt: skip
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         log.warning("SIGTERM: abandoning the episodes in flight; checkpointing now, or "
@@ -821,10 +854,13 @@ class Trainer:
         self.state = saved["state"]
         torch.set_rng_state(saved["torch_rng"])
         random.setstate(saved["python_rng"])
-        weights = self.learner.full_state_dict()  # a collective under ZeRO-3
+        sink = None
         if self.is_main:
             assert self.engine is not None
-            self.engine.update_weights(weights, self.state.policy_version)
+            sink = self.engine.weight_sink(self.state.policy_version)
+        limit = collective.broadcast(self._bucket_bytes(sink) if sink else None, self.control)
+        stream_weights(self.learner, sink, limit=limit, control=self.control)
+        if self.is_main:
             log.info("resumed from %s (step %d)", checkpoint, self.state.step)
         return True
 

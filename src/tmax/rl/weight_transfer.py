@@ -282,11 +282,7 @@ class TorchSender:
 
     @property
     def device(self) -> Any:
-        import torch
-
-        if BACKENDS[self.backend] == "nccl":
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
+        return transfer_device(self.backend)
 
     @classmethod
     def trainer_init(
@@ -333,31 +329,65 @@ class TorchSender:
         return cls(client, group, backend, bucket_bytes)
 
     def send_weights(self, weights: Mapping[str, torch.Tensor], version: int) -> int:
-        import threading
-
-        specs = tensor_specs(weights)
-        self.client.start_weight_update()
-        failure: list[BaseException] = []
-
-        def receive() -> None:
-            try:
-                self.client.update_weights(update_info(specs))
-            except BaseException as error:
-                failure.append(error)
-
-        # The workers receive inside update_weights: it must run beside the broadcast.
-        receiving = threading.Thread(target=receive, name="weight-transfer-update", daemon=True)
-        receiving.start()
-        sent = send_buckets(self.group, specs, weights.items(), limit=self.bucket_bytes,
+        """A whole state dict, bucket by bucket (the trainer streams instead:
+        :meth:`start` and :class:`Push`)."""
+        push = self.start(tensor_specs(weights))
+        sent = send_buckets(self.group, push.specs, weights.items(), limit=self.bucket_bytes,
                             device=self.device)  # fmt: skip
-        receiving.join()
-        if failure:
-            raise failure[0]
-        self.client.finish_weight_update(str(version))
+        push.finish(version)
         return sent
+
+    def start(self, specs: Sequence[TensorSpec]) -> Push:
+        """Tell the engines an update of ``specs`` begins; send its buckets with
+        :meth:`Push.send`, in :func:`buckets` order."""
+        return Push(self, specs)
 
     def close(self) -> None:
         self.group.close()
+
+
+class Push:
+    """One weight update under way: the workers receive inside the engines'
+    ``update_weights`` call, which runs on a thread beside the broadcasts."""
+
+    def __init__(self, sender: TorchSender, specs: Sequence[TensorSpec]) -> None:
+        import threading
+
+        self.sender, self.specs = sender, list(specs)
+        self.failure: list[BaseException] = []
+        sender.client.start_weight_update()
+        info = update_info(self.specs)
+
+        def receive() -> None:
+            try:
+                sender.client.update_weights(info)
+            except BaseException as error:
+                self.failure.append(error)
+
+        self.receiving = threading.Thread(target=receive, name="weight-transfer-update",
+                                          daemon=True)  # fmt: skip
+        self.receiving.start()
+
+    def send(self, flat: torch.Tensor) -> None:
+        """One bucket, packed (:func:`pack`'s layout), on the sender's device."""
+        if self.failure:  # the engines will not take part: do not wait in the broadcast
+            raise self.failure[0]
+        self.sender.group.broadcast(flat, 0)
+
+    def finish(self, version: int) -> None:
+        self.receiving.join()
+        if self.failure:
+            raise self.failure[0]
+        self.sender.client.finish_weight_update(str(version))
+
+
+def transfer_device(backend: str) -> Any:
+    """Where a backend's buckets live: the GPU for NCCL, the host for gloo."""
+    import torch
+
+    if BACKENDS[backend] == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def nccl_version() -> str:
