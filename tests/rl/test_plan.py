@@ -4,6 +4,7 @@ the check that stops the DAG."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from tmax.config import load_config
 from tmax.rl.plan import (
     GIB,
     Architecture,
+    Check,
     Hardware,
     ModelPlan,
     activation_memory,
@@ -66,6 +68,7 @@ def test_parameter_counts_are_exact_for_a_model_built_for_real() -> None:
     assert counts.total == sum(p.numel() for p in model.parameters())
     largest = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())
     assert counts.largest_layer == largest == 512 * 64  # the embedding (= the head)
+    assert counts.largest_tensor == max(p.numel() for p in model.parameters()) == 512 * 64
 
 
 def test_model_states_are_deepspeeds_estimate(paper: dict, paper_plans: dict) -> None:
@@ -155,6 +158,47 @@ def test_a_bad_layout_fails_naming_the_knob(paper: dict) -> None:
     plan = plan_model("qwen3.5-9b", "Qwen/Qwen3.5-9B", rl, Hardware(), architecture)
     assert any("one full-length sequence" in p and "'rl.engine_tensor_parallel'" in p
                for p in plan.problems())  # fmt: skip
+
+
+def node0_host(rl: dict, architecture: Architecture) -> Check:
+    plan = plan_model("model", "Qwen/Qwen3.5-9B", rl, Hardware(), architecture)
+    return next(check for check in plan.checks if check.what == "training node 0 host RAM")
+
+
+def test_node0_holds_two_push_buckets_and_the_largest_tensor_not_the_model(paper: dict) -> None:
+    """The weight push and the snapshot stream in buckets of rl.push_bucket_mb MiB: beyond
+    DeepSpeed's CPU figure, the rank processes, loading and the sandboxes, rank 0's host
+    holds two buckets and the largest tensor in bf16, the same for the 9B and for the 9B
+    with twice the layers, 15.9B (their largest tensor is the same 248k × 4k embedding)."""
+    nine = resolve_architecture("Qwen/Qwen3.5-9B")
+    assert nine is not None
+    deeper = dataclasses.replace(
+        nine, num_hidden_layers=2 * nine.num_hidden_layers, layer_types=nine.layer_types * 2
+    )
+    bucket = paper["rl"]["push_bucket_mb"] * 2**20
+    embedding = nine.vocab_size * nine.hidden_size
+    others = ("deepspeed_cpu_gib", "ranks_gib", "partitioned_load_gib", "sandboxes_gib")
+    for architecture in (nine, deeper):
+        check = node0_host(paper["rl"], architecture)
+        held = check.needed_gib - sum(check.detail[key] for key in others)
+        assert held == pytest.approx((2 * bucket + 2 * embedding) / GIB)
+        assert "rl.push_bucket_mb" in check.knobs
+        assert parameter_counts(architecture).largest_tensor == embedding
+    assert parameter_counts(deeper).total > 1.7 * parameter_counts(nine).total  # 15.9B
+
+
+def test_doubling_the_push_bucket_costs_node0_two_buckets_more(paper: dict) -> None:
+    """An rl section without rl.push_bucket_mb (one that skipped validation) is planned
+    at the schema's default; twice that bucket costs two such buckets more."""
+    architecture = resolve_architecture("Qwen/Qwen3.5-9B")
+    assert architecture is not None
+    default = paper["rl"]["push_bucket_mb"]  # filled in from the schema by load_config
+    unset = {key: value for key, value in paper["rl"].items() if key != "push_bucket_mb"}
+    doubled = {**paper["rl"], "push_bucket_mb": 2 * default}
+    raised = (
+        node0_host(doubled, architecture).needed_gib - node0_host(unset, architecture).needed_gib
+    )
+    assert raised == pytest.approx(2 * default * 2**20 / GIB)
 
 
 def test_a_local_config_json_wins_over_the_table(tmp_path) -> None:

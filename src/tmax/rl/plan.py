@@ -17,7 +17,8 @@ knob to turn when it does not:
   once, against ``gpu_memory_utilization`` of the GPU.
 - **Host RAM** per node: DeepSpeed's CPU figure with ``zero_init`` (partitioned
   loading, :func:`tmax.rl.learner.load_partitioned`), the rank processes, rank 0's
-  snapshot gather and the sandboxes.
+  buckets of the streamed weight push and snapshot (two of ``rl.push_bucket_mb`` and
+  the largest tensor, not the model) and the sandboxes.
 
 The hardware is the top-level ``hardware`` config section (H100 80 GB × 8 by default);
 it is not part of ``rl``, so changing it never reruns ``rl_train``.
@@ -246,13 +247,16 @@ class ParameterCounts:
     total: int
     largest_layer: int  # DeepSpeed's "largest layer": the most parameters one module owns
     head: int  # the LM head's weight (the embedding's when tied)
+    largest_tensor: int  # the most parameters in one tensor: a push bucket of its own
 
 
 @cache  # the ablation models share one architecture: build it once
 def parameter_counts(architecture: Architecture) -> ParameterCounts:
     """Exact counts from the model transformers builds (on the meta device: no memory).
     ``largest_layer`` follows DeepSpeed's ``model_to_params``: the most parameters one
-    module holds directly (here the embedding or the LM head); the total counts a tied
+    module holds directly (here the embedding or the LM head); ``largest_tensor`` is the
+    largest single parameter tensor (the same V×H weight here; an architecture that
+    stacks its experts into one tensor would count that tensor); the total counts a tied
     weight once (DeepSpeed's own helper dedups by ``data_ptr``, which is 0 on meta)."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -264,7 +268,8 @@ def parameter_counts(architecture: Architecture) -> ParameterCounts:
         sum(p.numel() for p in module.parameters(recurse=False)) for module in model.modules()
     )
     head = model.get_output_embeddings().weight.numel()
-    return ParameterCounts(total=total, largest_layer=largest, head=head)
+    tensor = max(p.numel() for p in model.parameters())
+    return ParameterCounts(total=total, largest_layer=largest, head=head, largest_tensor=tensor)
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,6 +501,14 @@ class ModelPlan:
                 "checks": [c.as_dict() for c in self.checks], "notes": self.notes}  # fmt: skip
 
 
+def rl_default(key: str) -> Any:
+    """The schema's default of ``rl.<key>``, for an rl section that did not pass through
+    :func:`tmax.config.validate_config` (which fills the defaults in)."""
+    from tmax.config import schema
+
+    return schema()["properties"]["rl"]["properties"][key]["default"]
+
+
 def gpu_layout(rl: Mapping[str, Any]) -> bool:
     """Whether ``rl`` describes a multi-node GPU job (the layouts this plan is for):
     engines on inference nodes, or DeepSpeed ranks on more than one node."""
@@ -699,15 +712,20 @@ def plan_model(
             )
         )
 
-    # --- host RAM: training node 0 (ranks, rank 0's snapshot, sandboxes), inference nodes.
-    # full_state_dict: every tensor copied to rank 0, in the training dtype (bf16 on GPUs)
-    snapshot_gib = counts.total * 2 / GIB
+    # --- host RAM: training node 0 (ranks, rank 0's push buckets, sandboxes), inference nodes.
+    # The weight push and the snapshot stream the gathered weights in buckets of
+    # rl.push_bucket_mb MiB: rank 0 holds the bucket being sent or written and the next
+    # one being gathered, and a tensor larger than a bucket travels alone (bf16 on GPUs).
+    # NCCL pushes keep their buckets on the GPU; the snapshot's are on the host, so count
+    # them there.
+    bucket_bytes = int(rl.get("push_bucket_mb") or rl_default("push_bucket_mb")) * 2**20
+    push_gib = (2 * bucket_bytes + counts.largest_tensor * 2) / GIB
     sandboxes = int(rl.get("groups_in_flight") or 1) * int(
         rl.get("rollout_workers") or rl["group_size"]
     )
     loading_gib = counts.total * 2 / (training_nodes * ranks_per_node) / GIB * ranks_per_node
     training_host = cpu_bytes / GIB + ranks_per_node * hardware.rank_host_gib + loading_gib
-    training_host += snapshot_gib + sandboxes * hardware.sandbox_memory_gib
+    training_host += push_gib + sandboxes * hardware.sandbox_memory_gib
     checks.append(
         Check(
             "training node 0 host RAM",
@@ -718,12 +736,13 @@ def plan_model(
                 "rl.groups_in_flight",
                 "rl.rollout_workers",
                 "rl.training_nodes",
+                "rl.push_bucket_mb",
             ],
             {
                 "deepspeed_cpu_gib": cpu_bytes / GIB,
                 "ranks_gib": ranks_per_node * hardware.rank_host_gib,
                 "partitioned_load_gib": loading_gib,
-                "rank0_snapshot_gib": snapshot_gib,
+                "rank0_push_buckets_gib": push_gib,
                 "sandboxes_running": sandboxes,
                 "sandboxes_gib": sandboxes * hardware.sandbox_memory_gib,
             },
@@ -756,7 +775,7 @@ def plan_model(
         "host_memory_gib": hardware.host_memory_gib,
     }
     parameters = {"total": counts.total, "largest_layer": counts.largest_layer,
-                  "lm_head": counts.head}  # fmt: skip
+                  "lm_head": counts.head, "largest_tensor": counts.largest_tensor}  # fmt: skip
     return ModelPlan(name, path, architecture.source, parameters, layout, checks, notes)
 
 
