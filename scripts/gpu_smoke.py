@@ -16,9 +16,10 @@ timed, each reported even when an earlier one failed (what can still run, runs):
    ``packing``: the same completions end to end in one row (``rl.packing``) score as they
    do right-padded, within twice what the bf16 body itself differs from the FP32 model.
 3. ``zero3_step``: one DeepSpeed ZeRO-3 step (world size 1, NCCL, bf16) through
-   ``tmax.rl.learner.DeepSpeedLearner``; ``push_weights``: its ``full_state_dict`` pushed into
-   the server (``VLLMEngine.update_weights``: gloo here, one GPU cannot hold a NCCL group of
-   two processes; ``tmax_nccl`` between nodes); ``generate_after_push``: the server's μ on
+   ``tmax.rl.learner.DeepSpeedLearner``; ``push_weights``: its weights streamed into the
+   server bucket by bucket as training pushes them (``tmax.rl.streaming.stream_weights``
+   into ``VLLMEngine.weight_sink``, 1 MiB buckets: gloo here, one GPU cannot hold a NCCL
+   group of two processes; ``tmax_nccl`` between nodes); ``generate_after_push``: the server's μ on
    fresh samples now agrees with the updated trainer; ``shutdown``: no vLLM process is left.
 4. One JSON line on stdout, prefixed ``SMOKE_SUMMARY``, with every stage and figure.
 
@@ -536,6 +537,10 @@ def vllm_environment() -> str:
     return f"{version} ({python})"
 
 
+PUSH_BUCKET_MB = 1
+"""Small buckets, so even the tiny model's push streams in several."""
+
+
 def start_engine(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
     """One vLLM server over the model, as rank 0 starts it beside itself."""
     import tempfile
@@ -551,7 +556,7 @@ def start_engine(args: argparse.Namespace, state: dict[str, Any], report: Report
     settings = EngineSettings(
         model_dir=state["model_path"], dtype="bfloat16" if on_gpu else "float32",
         fp32_lm_head=True, max_model_len=args.max_model_len, weight_transfer="tmax_gloo",
-        options=options, ready_timeout=900, seed=args.seed,
+        options=options, ready_timeout=900, seed=args.seed, push_bucket_mb=PUSH_BUCKET_MB,
     )  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="tmax-smoke-engines-"))
     started = time.perf_counter()
@@ -564,13 +569,18 @@ def start_engine(args: argparse.Namespace, state: dict[str, Any], report: Report
 
 
 def push_weights(state: dict[str, Any], report: Report) -> None:
-    """The ZeRO-3 step's weights into the server, the way training pushes them."""
-    engine = state["engine"]
-    weights = state["pushed_weights"]
-    engine.update_weights(weights, version=1)
+    """The ZeRO-3 step's weights into the server, the way training pushes them: streamed
+    from the learner bucket by bucket (the next gathered while one is sent)."""
+    from tmax.rl.streaming import specs_of, stream_weights
+    from tmax.rl.weight_transfer import buckets
+
+    engine, learner = state["engine"], state["learner"]
+    limit = engine.settings.bucket_bytes
+    stream_weights(learner, engine.weight_sink(1), limit=limit)
     gigabytes = engine.pushed_bytes / 1e9
     report.figures["push"] = {
-        "tensors": len(weights),
+        "tensors": len(learner.weight_tensors()),
+        "buckets": len(buckets(specs_of(learner.weight_tensors()), limit)),
         "gigabytes": round(gigabytes, 4),
         "seconds": round(engine.push_seconds, 3),
         "seconds_per_gb": round(engine.push_seconds / max(gigabytes, 1e-9), 2),
