@@ -44,6 +44,32 @@ def test_more_steps_continue_the_run_and_a_new_recipe_starts_over(tmp_path: Path
     assert not checkpoint.exists()  # another learning rate is another run
 
 
+def test_the_checkpoint_marker_is_pinned_and_only_packing_of_the_operational_settings_moves_it(
+    tmp_path: Path,
+) -> None:
+    """A changed marker makes every running job start over: its digest for the default
+    recipe is pinned (a new recipe field must say so here), and of the settings that do
+    not change the math only rl.packing restarts a run."""
+    from tmax.rl.recipe import OPERATIONAL_SETTINGS, RESTARTING_SETTINGS
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "a.safetensors").write_bytes(b"x")
+
+    def marker(settings: RLSettings) -> str:
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        _fresh_run_if_inputs_changed(run, model, ["t"], settings, "local")
+        return (run / "inputs.sha256").read_text()
+
+    pinned = "dc3b8efd710ee3bbeb3f4f034fc045d9c3bb6b650032b9a745faa0ab564b03c6"
+    assert marker(RLSettings()) == pinned
+    fields = RLSettings.__dataclass_fields__
+    for name in sorted(OPERATIONAL_SETTINGS & set(fields)):
+        value = getattr(RLSettings(), name)
+        changed = RLSettings(**{name: (not value) if isinstance(value, bool) else value * 2})
+        assert (marker(changed) != pinned) == (name in RESTARTING_SETTINGS), name
+
+
 def test_another_learner_layout_starts_over(tmp_path: Path) -> None:
     """One process and N DeepSpeed ranks write different checkpoints: moving a run from
     a laptop to a Slurm job (or to more nodes) starts it again."""

@@ -44,6 +44,15 @@ OPERATIONAL_SETTINGS = frozenset(
 )
 """rl settings that do not change what a training job writes."""
 
+RESTARTING_SETTINGS = frozenset({"packing"})
+"""Operational settings a run's checkpoints do not resume across: a run started with
+another value starts over (the model is patched for packed rows when it is built)."""
+
+RESUMABLE_SETTINGS = (OPERATIONAL_SETTINGS - RESTARTING_SETTINGS) | {"steps"}
+"""rl settings a run may change and still resume from its checkpoints: every
+operational one but :data:`RESTARTING_SETTINGS`, and ``steps`` (more steps continue
+the run). The checkpoint marker (``rl.stage``) hashes every other setting."""
+
 
 def rl_settings(config: Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
     """A model's rl section: the top-level one with its ``models[].rl`` overrides."""

@@ -24,6 +24,7 @@ import torch
 
 from tmax.harness import HarnessSettings
 from tmax.io import write_json
+from tmax.rl.recipe import RESUMABLE_SETTINGS
 from tmax.tasks.split import training_tasks
 
 log = logging.getLogger("tmax.rl")
@@ -254,20 +255,6 @@ def sft_control(
                "tokens": sum(c["tokens"] for c in losses), "curve": losses}  # fmt: skip
     write_json(curve, summary)
     return summary
-
-
-RESUMABLE_SETTINGS = frozenset(
-    {
-        "steps",
-        "checkpoint_every",
-        "micro_batch_tokens",
-        "groups_in_flight",
-        "step_timeout_sec",
-        "stop_grace_sec",
-        "push_bucket_mb",
-    }
-)
-"""RL settings a run may change and still resume from its checkpoints."""
 
 
 def _fresh_run_if_inputs_changed(
