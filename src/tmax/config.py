@@ -43,6 +43,15 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
+def schema_default(section: str, key: str) -> Any:
+    """The schema's default of ``<section>.<key>``: the one place a default is written
+    (typed settings objects take theirs from here)."""
+    node = schema()["properties"][section]["properties"][key]
+    if "default" not in node:
+        raise KeyError(f"the config schema gives {section}.{key} no default")
+    return copy.deepcopy(node["default"])
+
+
 def _resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from tmax.config import schema_default
 from tmax.rl.recipe import config_model, rl_settings
 
 GIB = 2**30
@@ -501,14 +502,6 @@ class ModelPlan:
                 "checks": [c.as_dict() for c in self.checks], "notes": self.notes}  # fmt: skip
 
 
-def rl_default(key: str) -> Any:
-    """The schema's default of ``rl.<key>``, for an rl section that did not pass through
-    :func:`tmax.config.validate_config` (which fills the defaults in)."""
-    from tmax.config import schema
-
-    return schema()["properties"]["rl"]["properties"][key]["default"]
-
-
 def gpu_layout(rl: Mapping[str, Any]) -> bool:
     """Whether ``rl`` describes a multi-node GPU job (the layouts this plan is for):
     engines on inference nodes, or DeepSpeed ranks on more than one node."""
@@ -718,7 +711,7 @@ def plan_model(
     # one being gathered, and a tensor larger than a bucket travels alone (bf16 on GPUs).
     # NCCL pushes keep their buckets on the GPU; the snapshot's are on the host, so count
     # them there.
-    bucket_bytes = int(rl.get("push_bucket_mb") or rl_default("push_bucket_mb")) * 2**20
+    bucket_bytes = int(rl.get("push_bucket_mb") or schema_default("rl", "push_bucket_mb")) * 2**20
     push_gib = (2 * bucket_bytes + counts.largest_tensor * 2) / GIB
     sandboxes = int(rl.get("groups_in_flight") or 1) * int(
         rl.get("rollout_workers") or rl["group_size"]

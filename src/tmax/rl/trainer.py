@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import torch
 
+from tmax.config import schema_default
 from tmax.io import write_json
 from tmax.rl import collective
 from tmax.rl.engine import Engine
@@ -66,45 +67,52 @@ from tmax.rl.streaming import MIB, WeightSink, stream_weights
 log = logging.getLogger("tmax.rl")
 
 
+def _default(key: str, kind: type) -> Any:
+    """``rl.<key>``'s default from the config schema, as the field's type (``21600`` is
+    the float ``21600.0`` for a float field, as it was when written here)."""
+    return kind(schema_default("rl", key))
+
+
 @dataclass(frozen=True)
 class RLSettings:
-    """The recipe (paper Table 13); defaults are the paper's."""
+    """The recipe (paper Table 13). The defaults are the config schema's (the paper's),
+    read from it: written once."""
 
-    loss: str = "dppo"
-    dppo_divergence: str = "binary_tv"
-    dppo_threshold: float = 0.1
-    clip_low: float = 0.2
-    clip_high: float = 0.272
-    group_size: int = 32
-    prompts_per_step: int = 8
-    steps: int = 500
-    learning_rate: float = 1e-6
-    advantage: str = "centered"
-    temperature: float = 1.0
-    async_steps: int = 4
-    zero_std_filter: bool = True
-    active_sampling: bool = True
-    max_sampling_rounds: int = 4
+    loss: str = _default("loss", str)
+    dppo_divergence: str = _default("dppo_divergence", str)
+    dppo_threshold: float = _default("dppo_threshold", float)
+    clip_low: float = _default("clip_low", float)
+    clip_high: float = _default("clip_high", float)
+    group_size: int = _default("group_size", int)
+    prompts_per_step: int = _default("prompts_per_step", int)
+    steps: int = _default("steps", int)
+    learning_rate: float = _default("learning_rate", float)
+    advantage: str = _default("advantage", str)
+    temperature: float = _default("temperature", float)
+    async_steps: int = _default("async_steps", int)
+    zero_std_filter: bool = _default("zero_std_filter", bool)
+    active_sampling: bool = _default("active_sampling", bool)
+    max_sampling_rounds: int = _default("max_sampling_rounds", int)
     """Active sampling draws at most this many times prompts_per_step groups per step."""
-    fp32_lm_head: bool = True
-    checkpoint_every: int = 100
-    micro_batch_tokens: int = 16384
-    packing: bool = False
+    fp32_lm_head: bool = _default("fp32_lm_head", bool)
+    checkpoint_every: int = _default("checkpoint_every", int)
+    micro_batch_tokens: int = _default("micro_batch_tokens", int)
+    packing: bool = _default("packing", bool)
     """Micro-batches are rows of whole episodes end to end instead of right-padded
     episodes (:mod:`tmax.rl.packing`); the same gradient, fewer token slots."""
-    groups_in_flight: int = 1
+    groups_in_flight: int = _default("groups_in_flight", int)
     """Groups generated at once (asynchronous mode): their turns share the engine's
     batches, e.g. 8 × 32 episodes in flight for the paper's 8 prompts × 32 samples."""
-    step_timeout_sec: float = 21600.0
+    step_timeout_sec: float = _default("step_timeout_sec", float)
     """How long the other ranks wait for rank 0's next order (collecting a step's
     groups, pushing weights once the groups being generated let it) before the job
     fails: above the longest step. They wait on the control group, not under the
     training group's (NCCL) watchdog."""
-    stop_grace_sec: float = 60.0
+    stop_grace_sec: float = _default("stop_grace_sec", float)
     """After SIGTERM: the checkpoint is written at once (the groups being generated are
     abandoned, not waited for; they are generated again after the resume), and the
     abandoned episodes get what is left of this long to remove their sandboxes."""
-    push_bucket_mb: float = 256
+    push_bucket_mb: float = _default("push_bucket_mb", float)
     """The weight push and the snapshots stream in buckets of this many MiB
     (:mod:`tmax.rl.streaming`): rank 0 holds two of them, not the model."""
     seed: int = 0
