@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from tests.workflow.rerun_matrix import reordered
-from tmax.config import ConfigError, config_hash, load_config, validate_config
+from tmax.config import ConfigError, config_hash, load_config, schema, validate_config
+from tmax.sandbox import BACKENDS, backend_class, default_backend
 
 
 def problems(config: dict[str, Any]) -> list[str]:
@@ -101,6 +102,18 @@ def test_enum_lists_allowed_values(raw_config: dict[str, Any]) -> None:
     (problem,) = problems(raw_config)
     assert "'sandbox.backend' = \"docker\" is not allowed" in problem
     assert '"podman", "bwrap", "apptainer"' in problem
+
+
+def test_the_sandbox_backends_the_schema_allows_are_the_ones_that_open(
+    raw_config: dict[str, Any],
+) -> None:
+    """``sandbox.backend``'s enum is BackendName's names, each with its class, and its
+    default is the one settings built without a config fall back to."""
+    backend = schema()["properties"]["sandbox"]["properties"]["backend"]
+    assert tuple(backend["enum"]) == BACKENDS
+    assert [backend_class(name).backend for name in BACKENDS] == list(BACKENDS)
+    del raw_config["sandbox"]["backend"]
+    assert validate_config(raw_config)["sandbox"]["backend"] == default_backend()
 
 
 def test_nested_list_items_are_checked(raw_config: dict[str, Any]) -> None:

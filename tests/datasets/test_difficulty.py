@@ -211,6 +211,7 @@ def test_settings_resolve_the_reference_model_and_budgets() -> None:
     assert resolved.budgets["max_tool_calls"] == 16  # its own budget
     assert resolved.budgets["temperature"] == 0.7  # evaluation's
     assert resolved.concurrency == 3
+    assert resolved.backend == "bwrap"  # the configured sandbox, not a default
 
     endpoint = {"base_url": "http://127.0.0.1:9/v1", "model": "flash"}
     config["difficulty"] = {"endpoint": endpoint}

@@ -360,14 +360,16 @@ def test_rollout_plays_and_scores_an_episode(model_dir: Path, tokenizer: Any) ->
 def test_rollout_group_samples_distinct_episodes(
     engine: TransformersEngine, tokenizer: Any
 ) -> None:
-    group = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 2, workers=2, run_id="pytest", seed=1)
+    group = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 2, workers=2, backend="bwrap",
+                          run_id="pytest", seed=1)  # fmt: skip
     assert len(group) == 2
     for sample in group:
         _check(sample)
         assert sample.reward == 0.0
         assert sample.policy_version == engine.policy_version
     assert group[0].tokens != group[1].tokens
-    again = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 2, workers=1, run_id="pytest", seed=1)
+    again = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 2, workers=1, backend="bwrap",
+                          run_id="pytest", seed=1)  # fmt: skip
     assert [s.tokens for s in again] == [s.tokens for s in group]  # seeded: reproducible
 
 
@@ -424,7 +426,8 @@ def test_a_failed_episode_is_played_again_once_then_scored_zero(
     engine fails) mid-episode is played again in a fresh sandbox; failing twice, it is a
     failed episode with reward 0 that keeps the tokens sampled before the fault."""
     engine = SabotagedEngine(tokenizer, fault, faulty, boxes)
-    [sample] = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, run_id="pytest", seed=0)
+    [sample] = rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, backend="bwrap",
+                             run_id="pytest", seed=0)  # fmt: skip
     assert len(boxes) == 2  # a second attempt, in its own sandbox
     if faulty == {1}:
         assert sample.exit_status != "failed" and not sample.failure
@@ -459,8 +462,8 @@ def test_a_stopping_run_abandons_its_episodes_and_removes_their_sandboxes(
 
     engine = StoppedMidway(tokenizer, ANSWERS)
     with pytest.raises(EpisodeCancelled):
-        rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, run_id="pytest", seed=0,
-                      cancel=cancel)  # fmt: skip
+        rollout_group(LOG_TASK, engine, tokenizer, SMALL, 1, backend="bwrap", run_id="pytest",
+                      seed=0, cancel=cancel)  # fmt: skip
     assert len(boxes) == 1 and engine.calls == 2  # no second attempt, no third turn
     assert running  # the sandbox was up when the run started stopping
 

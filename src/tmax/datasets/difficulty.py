@@ -30,6 +30,7 @@ from tmax.evaluate.stage import HARNESS_SETTINGS, serve_model, settings_from_con
 from tmax.evaluate.trial import SandboxFactory
 from tmax.harness import HARNESSES, HarnessSettings
 from tmax.models.client import ChatModel
+from tmax.sandbox import BackendName, default_backend
 from tmax.tasks import TaskFormatError, read_task
 
 log = logging.getLogger("tmax.datasets.difficulty")
@@ -59,7 +60,7 @@ class DifficultySettings:
     sample: int | None = None
     concurrency: int = 2
     engine: str = "transformers"
-    backend: str = "bwrap"
+    backend: BackendName = field(default_factory=default_backend)
     budgets: dict[str, Any] = field(default_factory=dict)
     off_reason: str | None = None
 
@@ -81,7 +82,7 @@ class DifficultySettings:
             sample=section.get("sample"),
             concurrency=int(concurrency),
             engine=str(evaluation.get("engine", "transformers")),
-            backend=str(sandbox.get("backend", "bwrap")),
+            backend=sandbox.get("backend") or default_backend(),
             budgets=budgets,
             off_reason=off_reason,
         )
@@ -313,7 +314,7 @@ def measure_difficulty(
     return summary_document(dataset, group, settings, len(records), n_infra, root, skipped)
 
 
-def _default_sandbox_factory(backend: str) -> Callable[[Path], Any]:
+def _default_sandbox_factory(backend: BackendName) -> Callable[[Path], Any]:
     from tmax.sandbox.episode import sandbox_for_task
 
     run_id = os.environ.get("TMAX_RUN_ID") or f"difficulty-{os.getpid()}"

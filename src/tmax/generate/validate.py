@@ -18,6 +18,7 @@ from typing import Any
 from rich.progress import track
 
 from tmax.io import write_json
+from tmax.sandbox import BackendName
 from tmax.sandbox.base import NodeError, SandboxError
 from tmax.sandbox.episode import run_episode, sandbox_for_task
 from tmax.sandbox.images import ImageError
@@ -38,7 +39,9 @@ class TaskCheck:
     seconds: float
 
 
-def _reward(task_dir: Path, backend: str, commands: list[str], run_id: str) -> tuple[float, str]:
+def _reward(
+    task_dir: Path, backend: BackendName, commands: list[str], run_id: str
+) -> tuple[float, str]:
     with sandbox_for_task(task_dir, backend, run_id=run_id) as box:
         if commands:
             box.upload(task_dir / "solution", "/solution")
@@ -46,7 +49,7 @@ def _reward(task_dir: Path, backend: str, commands: list[str], run_id: str) -> t
     return episode.reward, episode.reason or ""
 
 
-def check_task(task_dir: str | Path, backend: str = "bwrap", run_id: str = "validate") -> TaskCheck:
+def check_task(task_dir: str | Path, backend: BackendName, run_id: str = "validate") -> TaskCheck:
     """Run the no-op and the oracle for one task; the reason names what failed."""
     task_dir = Path(task_dir)
     started = time.monotonic()
@@ -80,7 +83,7 @@ def check_task(task_dir: str | Path, backend: str = "bwrap", run_id: str = "vali
 
 def validate_tasks(
     task_dirs: Sequence[Path],
-    backend: str,
+    backend: BackendName,
     output: str | Path,
     run_id: str = "validate",
     generation_failures: Mapping[str, str] | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 from tmax.harness import HarnessSettings
 from tmax.rl.engine import Engine
 from tmax.rl.rollout import Sample, rollout_group
+from tmax.sandbox import BackendName
 
 log = logging.getLogger("tmax.rl.environments")
 
@@ -30,7 +31,7 @@ class TaskEnvironment:
         tokenizer: Any,
         settings: HarnessSettings,
         *,
-        backend: str = "bwrap",
+        backend: BackendName,
         workers: int = 1,
         run_id: str | None = None,
     ) -> None:

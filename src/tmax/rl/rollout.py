@@ -32,6 +32,7 @@ from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.models.client import Completion, ContextLengthExceeded, Message, derive_seed
 from tmax.models.toolcalls import parse_completion
 from tmax.rl.engine import Engine
+from tmax.sandbox import BackendName
 from tmax.sandbox.base import NodeError
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.tasks import read_task
@@ -313,7 +314,7 @@ def rollout(
     tokenizer: Any,
     settings: HarnessSettings,
     *,
-    backend: str = "bwrap",
+    backend: BackendName,
     run_id: str | None = None,
     seed: int | None = None,
     cancel: threading.Event | None = None,
@@ -401,7 +402,7 @@ def rollout_group(
     group_size: int,
     *,
     workers: int = 1,
-    backend: str = "bwrap",
+    backend: BackendName,
     run_id: str | None = None,
     seed: int | None = None,
     cancel: threading.Event | None = None,

@@ -8,7 +8,7 @@ with open_sandbox("podman", image, Limits.from_task(task), toolbox=ensure_toolbo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from tmax.sandbox.base import (
     TOOLBOX,
@@ -21,7 +21,17 @@ from tmax.sandbox.base import (
     reward_from_files,
 )
 
-BACKENDS = ("podman", "bwrap", "apptainer")
+BackendName = Literal["podman", "bwrap", "apptainer"]
+"""A backend's config name (``sandbox.backend`` in the config schema, whose enum it is)."""
+BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
+
+
+def default_backend() -> BackendName:
+    """The schema's default of ``sandbox.backend`` (its one home), for settings built
+    without a validated config (which fills it in)."""
+    from tmax.config import schema_default
+
+    return cast(BackendName, schema_default("sandbox", "backend"))
 
 
 def backend_class(name: str) -> type[Sandbox]:
@@ -42,14 +52,14 @@ def backend_class(name: str) -> type[Sandbox]:
 
 
 def open_sandbox(
-    backend: str, image: str | Path, limits: Limits | None = None, **kwargs: Any
+    backend: BackendName, image: str | Path, limits: Limits | None = None, **kwargs: Any
 ) -> Sandbox:
     """Create (not yet start) a sandbox; use it as a context manager to start it."""
     return backend_class(backend)(image, limits, **kwargs)
 
 
 def cleanup(
-    run_id: str | None = None, backends: tuple[str, ...] = BACKENDS
+    run_id: str | None = None, backends: tuple[BackendName, ...] = BACKENDS
 ) -> dict[str, list[str]]:
     """Remove what crashed runs left behind, per backend (skipping unavailable ones)."""
     removed: dict[str, list[str]] = {}
@@ -64,6 +74,7 @@ def cleanup(
 __all__ = [
     "BACKENDS",
     "TOOLBOX",
+    "BackendName",
     "ExecResult",
     "Limits",
     "Sandbox",
@@ -72,6 +83,7 @@ __all__ = [
     "VerifyResult",
     "backend_class",
     "cleanup",
+    "default_backend",
     "open_sandbox",
     "reward_from_files",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmax.sandbox import backend_class
+from tmax.sandbox import BackendName, backend_class
 from tmax.sandbox.base import ExecResult, Limits, Sandbox, SandboxDied, VerifyResult
 from tmax.sandbox.preflight import ensure_preflight
 from tmax.sandbox.task_image import (
@@ -41,7 +41,7 @@ log = logging.getLogger("tmax.sandbox.episode")
 
 def sandbox_for_task(
     task_dir: str | Path,
-    backend: str = "podman",
+    backend: BackendName,
     *,
     toolbox: Path | None = None,
     run_id: str | None = None,

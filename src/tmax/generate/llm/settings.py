@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tmax.generate.llm.prompts import prompts_fingerprint
+from tmax.sandbox import BackendName, default_backend
 
 BASE_URL_ENV = "TMAX_GENERATOR_BASE_URL"
 MODEL_ENV = "TMAX_GENERATOR_MODEL"
@@ -34,7 +35,7 @@ class LLMSettings:
     cost_per_mtok_input: float = 0.0
     cost_per_mtok_output: float = 0.0
     cache_dir: str = DEFAULT_CACHE_DIR
-    sandbox_backend: str = "bwrap"
+    sandbox_backend: BackendName = field(default_factory=default_backend)
     sandbox_concurrency: int = 2
 
     @classmethod
@@ -70,7 +71,7 @@ class LLMSettings:
             cost_per_mtok_input=float(llm.get("cost_per_mtok_input", 0.0)),
             cost_per_mtok_output=float(llm.get("cost_per_mtok_output", 0.0)),
             cache_dir=str(llm.get("cache_dir", DEFAULT_CACHE_DIR)),
-            sandbox_backend=str(sandbox.get("backend", cls.sandbox_backend)),
+            sandbox_backend=sandbox.get("backend") or default_backend(),
             sandbox_concurrency=int(sandbox.get("max_concurrency", cls.sandbox_concurrency)),
         )
 
