@@ -74,3 +74,22 @@ def test_the_packing_figures_are_printed(
         [m, k] for m in ("qwen3", "qwen3_5") for k in ("lognormal-4k", "lognormal-12k", "bimodal")
     ]
     assert all(float(row[-2]) < 1e-5 for row in rows)  # |Δloss| / loss
+
+
+@pytest.mark.slow
+def test_the_push_benchmark_checks_its_server_and_prints_its_goals(
+    vllm_python: str, tmp_path: Path
+) -> None:
+    """benchmarks/push.py at one layer, one bucket size, one round: the streamed push
+    reaches the real server (its check passes) and the goal lines are printed."""
+    import subprocess
+    import sys
+
+    script = SCRIPT.with_name("push.py")
+    argv = [sys.executable, str(script), "--layers", "1", "--buckets", "16", "--rounds", "1",
+            "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "push.json")]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "check: after the first streamed push" in done.stdout and ": ok" in done.stdout
+    assert "16 MiB: streamed peak <= 2 buckets + the largest tensor" in done.stdout
+    assert (tmp_path / "push.json").is_file()
