@@ -20,6 +20,7 @@ from tmax.rl.recipe import model_rl, rl_recipe  # noqa: E402
 from tmax.sandbox import images  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
+from tmax.tracking import RUN_ID_ENV, new_run_id  # noqa: E402
 
 # Validate before any job starts; fill schema defaults into the live config.
 try:
@@ -30,6 +31,10 @@ config.clear()
 config.update(_validated)
 # Read by the sandbox backends in every job (a job re-reads this file on a cluster node).
 os.environ.setdefault("TMAX_SANDBOX_LIMITS", config["sandbox"]["limits"])
+# The workflow's run id, one per `snakemake` invocation unless set beforehand: its jobs
+# inherit it (locally, and through sbatch's --export=ALL), and it groups each job's
+# tracked run (config `tracking`, tmax.tracking).
+os.environ.setdefault(RUN_ID_ENV, new_run_id())
 
 
 wildcard_constraints:

@@ -10,8 +10,11 @@ from tmax.io import read_pointer
 from tmax.logs import setup_logging
 from tmax.rl.recipe import model_rl
 from tmax.rl.stage import rl_train
+from tmax.tracking import set_workflow_job
 
 setup_logging(snakemake.log[0])
+# tracking: read here, never a param (changing it reruns nothing); rank 0 logs the steps.
+set_workflow_job(snakemake.config, snakemake.rule, dict(snakemake.wildcards.items()))
 # The clean generated tasks (a pointer naming their content hash), or a prior dataset's
 # manifest.
 clean = snakemake.input.get("clean")

@@ -609,6 +609,29 @@ def write_metrics(
     return data
 
 
+def tracked_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The summary numbers of :func:`write_metrics`'s output, for an experiment tracker
+    (:mod:`tmax.tracking`): ``eval/pass@1``, ``eval/pass@1_std``, ``eval/pass@<k>``, the
+    counts and mean tokens; each under ``<model>/<benchmark>/<harness>/`` when there are
+    several groups. Numbers that are None (nothing scored) are left out."""
+    groups = metrics["groups"]
+    tracked: dict[str, float] = {}
+    for group in groups:
+        prefix = "eval/"
+        if len(groups) > 1:
+            prefix += f"{group['model']}/{group['benchmark'] or '-'}/{group['harness']}/"
+        values = {
+            "pass@1": group["pass_at_1_mean"],
+            "pass@1_std": group["pass_at_1_std"],
+            **{f"pass@{k}": value for k, value in group["pass_at_k"].items() if k != "1"},
+            **{key: group[key] for key in ("n_tasks", "n_runs", "n_trials",
+                                             "n_infra_failures", "mean_input_tokens",
+                                             "mean_output_tokens")},
+        }  # fmt: skip
+        tracked.update({prefix + key: value for key, value in values.items() if value is not None})
+    return tracked
+
+
 def write_summary(metric_files: Sequence[Path], output_json: Path, output_md: Path) -> None:
     """One table over every (model, benchmark, harness) of the metric files written by
     :func:`write_metrics`: pass@1 mean ± std, with the convention(s) they used."""

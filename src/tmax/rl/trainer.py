@@ -63,6 +63,7 @@ from tmax.rl.packing import pack_rows
 from tmax.rl.rollout import EpisodeCancelled, Sample
 from tmax.rl.sequence_parallel import SequenceShard
 from tmax.rl.streaming import MIB, WeightSink, stream_weights
+from tmax.tracking import Tracker, job_tracker
 
 log = logging.getLogger("tmax.rl")
 
@@ -429,6 +430,7 @@ class Trainer:
         snapshot_steps: Collection[int] = (),
         snapshot: Callable[[int], WeightSink] | None = None,
         sequence: SequenceShard | None = None,
+        tracker: Tracker | None = None,
     ) -> None:
         """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks).
 
@@ -439,6 +441,10 @@ class Trainer:
         After each step in ``snapshot_steps`` the weights are streamed (a collective) into
         the sink rank 0's ``snapshot(step)`` returns (checkpoint selection keeps them),
         before that step's checkpoint, so a resumed run never lacks an earlier snapshot.
+
+        Rank 0 logs each step's metrics to ``run_dir/metrics.jsonl`` and to ``tracker``
+        (by default the job's, :func:`tmax.tracking.job_tracker`, opened when training
+        starts, with the settings as config); it is closed when training ends.
         """
         self.rank, self.world_size = collective.rank_and_size()
         self.sequence = sequence
@@ -459,7 +465,7 @@ class Trainer:
         self.engine_lock = VersionLock()
         self.snapshot_steps = frozenset(snapshot_steps)
         self.snapshot = snapshot
-        self._tensorboard: Any = None
+        self.tracker: Tracker | None = tracker
         self.control: Any = None
         """The control group the ranks wait on for rank 0 (:mod:`tmax.rl.collective`)."""
         self.producer: GroupProducer | None = None
@@ -483,6 +489,9 @@ class Trainer:
             self.control = collective.control_group(self.settings.step_timeout_sec)
         self.resume()
         torch.manual_seed(self.settings.seed + self.state.step)
+        if self.is_main:  # rank 0 alone logs
+            self.tracker = self.tracker or job_tracker(self.run_dir)
+            self.tracker.log_config({"rl_settings": asdict(self.settings)})
         previous = signal.getsignal(signal.SIGTERM)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -524,6 +533,9 @@ class Trainer:
                 self.producer.abandon(began + self.settings.stop_grace_sec)
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, previous)
+            if self.tracker is not None:
+                self.tracker.close()
+                self.tracker = None
         self.stop_requested = stop
         if self.failure is not None:
             raise RuntimeError(
@@ -878,28 +890,14 @@ class Trainer:
         self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
         with self.metrics_path.open("a") as handle:
             handle.write(json.dumps(metrics, sort_keys=True) + "\n")
-        writer = self._writer()
-        if writer is not None:
-            for key, value in metrics.items():
-                if isinstance(value, int | float) and key != "step":
-                    writer.add_scalar(key, value, metrics["step"])
-            writer.flush()
+        if self.tracker is not None:
+            self.tracker.log(metrics, step=metrics["step"])
         log.info(
             "step %d: reward %.3f, zero-std %.2f, masked %.4f, |Δlogp| %.4f, loss %.4g, %.1fs",
             metrics["step"], metrics["reward_mean"], metrics["zero_std_fraction"],
             metrics.get("masked_fraction", 0.0), metrics.get("logp_diff_mean", 0.0),
             metrics.get("loss", 0.0), metrics["step_time_sec"],
         )  # fmt: skip
-
-    def _writer(self) -> Any:
-        if self._tensorboard is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                self._tensorboard = False
-            else:
-                self._tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"))
-        return self._tensorboard or None
 
 
 def micro_batches(
