@@ -30,6 +30,7 @@ from pathlib import Path
 from tmax import __version__
 from tmax.config import ConfigError, config_hash, load_config
 from tmax.logs import setup_logging
+from tmax.sandbox import BACKENDS
 from tmax.tasks import TaskFormatError, read_task
 from tmax.taxonomy import SamplerError, TaxonomyError
 
@@ -102,7 +103,7 @@ def _datasets_convert(args: argparse.Namespace) -> int:
 def _sandbox_cleanup(args: argparse.Namespace) -> int:
     from tmax.sandbox import cleanup
 
-    backends = tuple(args.backend) if args.backend else ("podman", "bwrap", "apptainer")
+    backends = tuple(args.backend) if args.backend else BACKENDS
     for backend, removed in cleanup(args.run_id, backends).items():
         print(f"{backend:10s} removed {len(removed)}: {' '.join(removed)}".rstrip(": "))
     return 0
@@ -350,14 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_sub = sandbox.add_subparsers(dest="action", required=True)
     clean = sandbox_sub.add_parser("cleanup", help="remove what crashed runs left behind")
     clean.add_argument("--run-id", help="only this run's sandboxes (default: all)")
-    clean.add_argument("--backend", action="append", choices=["podman", "bwrap", "apptainer"])
+    clean.add_argument("--backend", action="append", choices=BACKENDS)
     clean.set_defaults(func=_sandbox_cleanup)
     oracle = sandbox_sub.add_parser("check", help="oracle scores 1 and a no-op 0, per task")
     oracle.add_argument("tasks", nargs="+", type=Path)
-    oracle.add_argument("--backend", default="podman", choices=["podman", "bwrap", "apptainer"])
+    oracle.add_argument("--backend", default="podman", choices=BACKENDS)
     oracle.set_defaults(func=_sandbox_check)
     check = sandbox_sub.add_parser("preflight", help="can this node run the backend's sandboxes?")
-    check.add_argument("--backend", default="podman", choices=["podman", "bwrap", "apptainer"])
+    check.add_argument("--backend", default="podman", choices=BACKENDS)
     check.set_defaults(func=_sandbox_preflight)
 
     evaluate = stages.add_parser("eval", help="agent evaluation (harnesses, trials, metrics)")
@@ -373,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs", type=int, default=1)
     run.add_argument("--jobs-dir", type=Path, default=Path("jobs/tmax-eval"))
     run.add_argument("--benchmark", default="tasks", help="label used in the results")
-    run.add_argument("--backend", default="bwrap", choices=["podman", "bwrap", "apptainer"])
+    run.add_argument("--backend", default="bwrap", choices=BACKENDS)
     run.add_argument("--concurrency", type=int, default=2)
     run.add_argument("--temperature", type=float, default=0.7)
     run.add_argument("--max-tool-calls", type=int, default=64)
