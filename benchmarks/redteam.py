@@ -3,7 +3,7 @@ against the Harbor-format fixtures (shaped like Terminal-Bench 2, SWE-bench, and
 Terminal-Bench 1.0 and Endless Terminals as converted), on bwrap and podman.
 
 Run (as root, after ./setup.sh): .venv/bin/python benchmarks/redteam.py [--quick]
-    [--backend bwrap] [--family NAME ...]
+    [--backend bwrap] [--family NAME ...] [--results FILE]
 
 Prints, per attack, how many (task, backend) pairs it was tried on, how many it got a
 reward on (must be 0), how many it turned into an infrastructure failure (must be 0),
@@ -12,15 +12,23 @@ that reads the tests, on how many tasks with pytest's verdict it
 read any of them (must be 0), then every such pair. ``--quick`` takes the first
 family of each domain. Exits 1 when any attack succeeded. The attacks are in
 ``tmax.sandbox.redteam``.
+
+``--results FILE`` appends every outcome to FILE (JSON lines) as soon as it is known,
+with the commit it ran at; a later run with the same FILE at the same commit skips what
+is there and counts it in its tables, so the full matrix (hours on podman) can be run in
+pieces. Outcomes of another commit are left in the file and not counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import asdict
 from pathlib import Path
 
 from tmax.generate.procedural import FAMILIES  # importing it registers the families
@@ -35,7 +43,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one family per domain")
     parser.add_argument("--backend", action="append", choices=["bwrap", "podman"])
     parser.add_argument("--family", action="append", help="only these families")
+    parser.add_argument("--results", type=Path, help="append outcomes here; skip those there")
     args = parser.parse_args()
+    source = _commit()
+    known = recorded(args.results, source) if args.results else {}
     backends = args.backend or ["bwrap", "podman"]
     families = [f.name for group in FAMILIES.values() for f in (group[:1] if args.quick else group)]
     if args.family:
@@ -51,7 +62,11 @@ def main() -> int:
                 for attack in ATTACKS.values():
                     if backend not in attack.backends:
                         continue
-                    outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
+                    outcome = known.get((backend, task.name, attack.name))
+                    if outcome is None:
+                        outcome = attempt(task, attack, backend, run_id="benchmark-redteam")
+                        if args.results:
+                            record(args.results, outcome, source)
                     done.append(outcome)
                     if _broken(outcome):
                         print(f"  ! {backend} {task.name}: {attack.name}: reward "
@@ -67,6 +82,43 @@ def main() -> int:
         print("\nall backends:")
         _table(outcomes)
     return 1 if any(_broken(o) for o in outcomes) else 0
+
+
+def _commit() -> str:
+    """The commit this tree is at (with ``+dirty`` for uncommitted changes)."""
+
+    def git(*argv: str) -> str:
+        run = subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True, text=True)
+        return run.stdout.strip()
+
+    return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain") else "")
+
+
+def record(path: Path, outcome: Outcome, source: str) -> None:
+    with path.open("a") as handle:
+        handle.write(json.dumps({"source": source, **asdict(outcome)}) + "\n")
+
+
+def recorded(path: Path, source: str) -> dict[tuple[str, str, str], Outcome]:
+    """The outcomes ``path`` holds from ``source``, by (backend, task, attack)."""
+    found: dict[tuple[str, str, str], Outcome] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        fields = json.loads(line)
+        if fields.pop("source", None) != source:
+            continue
+        outcome = Outcome(**fields)
+        found[(outcome.backend, outcome.task, outcome.attack)] = outcome
+    skipped = len(path.read_text().splitlines()) - len(found)
+    print(
+        f"{path}: {len(found)} outcome(s) of this commit kept"
+        + (f", {skipped} other line(s) not counted" if skipped else ""),
+        flush=True,
+    )
+    return found
 
 
 def _broken(outcome: Outcome) -> bool:
