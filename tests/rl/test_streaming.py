@@ -169,6 +169,13 @@ def test_a_snapshot_is_written_shard_by_shard_and_loads_as_the_weights(
         given = weights.get(name, weights.get("model.embed_tokens.weight"))
         assert torch.equal(tensor, given), name
     assert not list(tmp_path.glob(".snap*"))
+    # a model of one bucket is one model.safetensors and no index, as save_pretrained
+    # writes it (what the workflow's outputs and checkpoint selection name)
+    stream_weights(learner, SnapshotSink(source, tmp_path / "one", tokenizer), limit=2**30)
+    files = {p.name for p in (tmp_path / "one").iterdir()}
+    assert "model.safetensors" in files and not any("-of-" in n or "index" in n for n in files)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "one", dtype=torch.float32)
+    assert torch.equal(loaded.model.norm.weight, weights["model.norm.weight"])
 
 
 def test_a_snapshot_that_fails_mid_way_leaves_the_previous_one(

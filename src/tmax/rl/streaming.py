@@ -277,15 +277,20 @@ class LoadingSink:
 INDEX_FILE = "model.safetensors.index.json"
 
 
+SINGLE_FILE = "model.safetensors"
+
+
 def shard_name(index: int, count: int) -> str:
-    """transformers' shard naming, which vLLM and ``from_pretrained`` read."""
-    return f"model-{index + 1:05d}-of-{count:05d}.safetensors"
+    """transformers' naming, which vLLM and ``from_pretrained`` read: one file is
+    ``model.safetensors`` (with no index), several are numbered shards."""
+    return SINGLE_FILE if count == 1 else f"model-{index + 1:05d}-of-{count:05d}.safetensors"
 
 
 class SnapshotSink:
     """A servable folder of the streamed weights at ``output``: ``model_dir``'s other
     files (config, tokenizer), and the weights as safetensors shards, one per bucket, cast
-    to the checkpoint's dtype, with transformers' index. Written beside ``output`` and
+    to the checkpoint's dtype, with transformers' index (a model of one bucket is one
+    ``model.safetensors``, as ``save_pretrained`` writes it). Written beside ``output`` and
     renamed into place when complete: a crash mid-snapshot leaves the previous one. At
     the end the names are checked against the architecture (built on the meta device, no
     memory), as transformers would when loading."""
@@ -322,9 +327,10 @@ class SnapshotSink:
     def finish(self) -> None:
         if self.written != self.count:
             raise RuntimeError(f"snapshot {self.output}: {self.written} of {self.count} shards")
-        weight_map = dict(sorted(self.weight_map.items()))
-        index = {"metadata": {"total_size": self.total_size}, "weight_map": weight_map}
-        (self.tmp / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n")
+        if self.count > 1:
+            weight_map = dict(sorted(self.weight_map.items()))
+            index = {"metadata": {"total_size": self.total_size}, "weight_map": weight_map}
+            (self.tmp / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n")
         swap_in_directory(self.tmp, self.output)
 
     def abort(self) -> None:
