@@ -4,25 +4,16 @@ counted."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
+from tests.rl.test_benchmark_script import load_script
 from tmax.sandbox.redteam import Outcome
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "redteam.py"
 
 
-def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("redteam_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_recorded_outcomes_of_this_commit_are_kept_and_others_are_not(tmp_path: Path) -> None:
-    bench = load()
+    bench = load_script(SCRIPT)
     results = tmp_path / "results.jsonl"
     assert bench.recorded(results, "abc") == {}
     kept = Outcome("task-a", "podman", "shadowing modules", 0.0, reason="tests failed",
