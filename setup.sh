@@ -228,6 +228,12 @@ mkdir -p "$TMAX_CACHE"
 
 wait_for_vllm_env
 wait_for_harbor_env
+# Harbor imports our sandboxes as its environments (tmax.harbor_environment, Harbor and
+# the standard library only) from src/, put on the Harbor environment's path here
+if [ -x "$HARBOR_VENV/bin/python" ] && [ -f "$HARBOR_VENV/.tmax-installed" ]; then
+  harbor_site="$("$HARBOR_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "$ROOT/src" >"$harbor_site/tmax-src.pth"
+fi
 
 # --- action ---------------------------------------------------------------------
 case "$ACTION" in
