@@ -133,7 +133,7 @@ wildcard_constraints:
     model="|".join(re.escape(name) for name in MODELS) or "^$",
     tiny="|".join(TINY_MODELS),
     benchmark="heldout|terminal-bench-2.0|tb-lite|swe-bench-verified|aime",
-    harness="tmax|terminus-2|mini-swe-agent|openhands",
+    harness="tmax|terminus-2|mini-swe-agent|openhands|harbor-terminus-2",
     step=r"\d+",
     run=r"\d+",
     n=r"\d+",

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tmax.evaluate.harbor_agents import HARBOR_AGENTS, run_harbor_agent
 from tmax.evaluate.runner import plan_trials, run_trials
 from tmax.evaluate.trial import task_checksum
 from tmax.harness import HarnessSettings
@@ -247,6 +248,19 @@ def evaluate_run(
     with serve_model(
         model, model_dir, evaluation["engine"], server_log, threads=concurrency
     ) as client:
+        if harness in HARBOR_AGENTS:  # Harbor's own agent code, through our sandboxes
+            endpoint = model.get("endpoint") or {}
+            key = os.environ.get(endpoint["api_key_env"]) if endpoint.get("api_key_env") else None
+            job = root / f"run{run}"  # one Harbor job per run
+            results = run_harbor_agent(
+                harness, tasks, client, settings, job, backend, network,
+                concurrency=concurrency, api_key=key,
+            )  # fmt: skip
+            summary = run_summary(
+                results, job, model["name"], manifest["benchmark"], harness, run
+            )  # fmt: skip
+            write_json(output, summary)
+            return summary
         results = run_trials(
             specs,
             client,

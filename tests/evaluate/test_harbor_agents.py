@@ -1,0 +1,108 @@
+"""Harbor's own Terminus-2 beside ours (evaluation harness ``harbor-terminus-2``): the
+evaluation stage runs Harbor's agent code with Harbor's ``harbor run`` through our
+sandbox as a Harbor environment, against the run's model endpoint, and summarises the
+Harbor job as it does our own runs. Given the same model answers, Harbor's Terminus-2
+and ours reach the same reward: both solve a task when the answers solve it, neither
+does when they do not."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.sandbox.test_sandbox import _available
+from tmax.config import load_config
+from tmax.evaluate.harbor_agents import agent_arguments
+from tmax.evaluate.stage import evaluate_run, run_settings
+from tmax.harness import HarnessSettings
+from tmax.harness.upstream import harbor_python
+from tmax.models.scripted_server import Reply, scripted_server
+
+pytestmark = pytest.mark.slow
+
+TASK = ROOT / "tests" / "fixtures" / "redteam" / "tb2-shaped-word-count"
+SOLVE = (TASK / "solution" / "solve.sh").read_text().split("\n", 1)[1]
+
+
+def _answers(keystrokes: str) -> Callable[[dict[str, Any]], Reply]:
+    """A model that types ``keystrokes`` on its first turn and then says it is done
+    (every later turn, Terminus-2's confirmation included)."""
+
+    def respond(request: dict[str, Any]) -> Reply:
+        turn = sum(m.get("role") == "assistant" for m in request.get("messages", []))
+        answer = {"analysis": "a scripted answer", "plan": "type, then finish",
+                  "commands": [{"keystrokes": keystrokes, "duration": 1.0}] if turn == 0 else [],
+                  "task_complete": turn > 0}  # fmt: skip
+        return Reply(content=json.dumps(answer))
+
+    return respond
+
+
+@pytest.fixture(scope="module")
+def harbor() -> str:
+    python = harbor_python()
+    if python is None or not Path(python).is_file():
+        pytest.skip("no Harbor environment (.venv-harbor, built by setup.sh; TMAX_HARBOR_PYTHON)")
+    if _available("bwrap"):
+        pytest.skip(_available("bwrap"))
+    return python
+
+
+def _run(harness: str, base_url: str, tmp_path: Path) -> dict[str, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({
+        "benchmark": "fixtures", "tasks": [{"name": TASK.name, "path": str(TASK)}],
+    }))  # fmt: skip
+    evaluation = run_settings(load_config(ROOT / "config.yaml")["evaluation"])
+    evaluation["temperature"] = 0.0
+    model = {"name": "scripted", "endpoint": {"base_url": base_url, "model": "scripted"}}
+    output = tmp_path / "eval" / harness / "run0.json"
+    return evaluate_run(
+        manifest, model, None, harness, 0, evaluation, "bwrap", output,
+        concurrency=1, server_log=tmp_path / f"{harness}.server.log",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("keystrokes", "reward"), [(SOLVE, 1.0), ("ls /app\n", 0.0)], ids=["solves", "does-not"]
+)
+def test_harbor_terminus_2_and_ours_agree_on_the_same_answers(
+    harbor: str, tmp_path: Path, keystrokes: str, reward: float
+) -> None:
+    with scripted_server(_answers(keystrokes)) as server:
+        ours = _run("terminus-2", server.base_url, tmp_path / "ours")
+        harbors = _run("harbor-terminus-2", server.base_url, tmp_path / "harbor")
+    for summary in (ours, harbors):
+        assert summary["n_trials"] == 1 and summary["n_infra_failures"] == 0, summary
+        assert summary["trials"][0]["task"] == TASK.name
+        assert summary["accuracy"] == reward, summary
+    # the run is a Harbor job, in Harbor's own format
+    job = Path(harbors["trials_dir"])
+    assert (job / "result.json").is_file() and (job / "config.json").is_file()
+    [trial] = [p for p in job.iterdir() if (p / "result.json").is_file()]
+    assert json.loads((trial / "result.json").read_text())["agent_info"]["name"] == "terminus-2"
+    # Harbor's agent asked our server, at the temperature the evaluation set
+    assert any(r.get("temperature") == 0.0 for r in server.requests)
+
+
+def test_a_finished_harbor_run_is_read_back_not_rerun(harbor: str, tmp_path: Path) -> None:
+    with scripted_server(_answers(SOLVE)) as server:
+        first = _run("harbor-terminus-2", server.base_url, tmp_path)
+        asked = server.request_count
+        again = _run("harbor-terminus-2", server.base_url, tmp_path)
+        assert server.request_count == asked
+    assert again["trials"] == first["trials"]
+
+
+def test_agent_arguments_carry_our_budgets() -> None:
+    settings = HarnessSettings(temperature=0.3, max_turns=7)
+    arguments = agent_arguments("terminus-2", "http://h/v1", "m", settings)
+    assert arguments[:2] == ["--model", "openai/m"]
+    pairs = {arguments[i + 1] for i, a in enumerate(arguments) if a == "--agent-kwarg"}
+    assert {"api_base=http://h/v1", "temperature=0.3", "max_turns=7"} <= pairs
