@@ -28,6 +28,8 @@ def test_request_lines_reach_the_log_file_and_not_the_console(
     log = tmp_path / "job.log"
     setup_logging(log)
     logging.getLogger("httpx").info('HTTP Request: POST http://127.0.0.1:1/v1 "200 OK"')
+    # the openai client's own (openai 3: its httpx2 fork)
+    logging.getLogger("httpx2").info('HTTP Request: POST http://127.0.0.1:2/v1 "200 OK"')
     logging.getLogger("openai._base_client").info("Retrying request")
     logging.getLogger("httpx").warning("connection refused")
     logging.getLogger("tmax.evaluate").info("12 of 40 trials done")
@@ -37,5 +39,6 @@ def test_request_lines_reach_the_log_file_and_not_the_console(
     assert "connection refused" in console and "12 of 40 trials done" in console
     assert "httpxy" in console
     written = log.read_text()
-    for line in ("HTTP Request", "Retrying request", "connection refused", "12 of 40"):
+    for line in ("127.0.0.1:1/v1", "127.0.0.1:2/v1", "Retrying request", "connection refused",
+                 "12 of 40"):  # fmt: skip
         assert line in written

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-CHATTY = ("httpx", "httpcore", "openai", "urllib3")
+CHATTY = ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "urllib3")
 """Libraries that log a line per request at INFO: on the console only their warnings
-show (the workflow's output is progress and results); the job's log file keeps all."""
+show (the workflow's output is progress and results); the job's log file keeps all.
+(openai 3 sends its requests through httpx2 and httpcore2, the forks it ships with.)"""
 
 
 def _not_chatty(record: logging.LogRecord) -> bool:
