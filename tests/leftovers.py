@@ -135,30 +135,50 @@ class Snapshot:
 
     def new_processes(self) -> dict[int, str]:
         """Processes of ours started since the snapshot that are not this process or
-        one of its descendants still at work (pytest's own children)."""
+        one of its descendants still at work (pytest's own children). While another
+        run is at work (:meth:`other_session`), only those with this session's marker:
+        a process of ours by its command line alone (an orphan, a container's) may be
+        the other run's."""
         now = _processes()
         mine = _descendants(os.getpid(), now)
+        alone = self.other_session(now) is None
         left = {}
         for pid, (start, _, cmdline) in now.items():
             if pid in mine or self.processes.get(pid, (None,))[0] == start:
                 continue
             if self._elsewhere(pid, now):
-                continue  # a process of another test run on this machine, still at work
-            if _marked(pid, self.session) or any(part in cmdline for part in OURS):
+                continue  # a process of another run on this machine, still at work
+            if _marked(pid, self.session) or (alone and any(part in cmdline for part in OURS)):
                 left[pid] = cmdline
         return left
 
+    def _ancestors(self, now: dict[int, tuple[int, int, str]]) -> set[int]:
+        """This process and the processes it was started from (its shell, …)."""
+        found, pid = set(), os.getpid()
+        while pid in now and pid not in found and pid > 1:
+            found.add(pid)
+            pid = now[pid][1]
+        return found
+
     def _elsewhere(self, pid: int, now: dict[int, tuple[int, int, str]]) -> bool:
-        """Whether ``pid`` descends from another pytest run (a pytest process that is
-        not this one, or a process marked with another session)."""
+        """Whether ``pid`` belongs to another run: it descends from a pytest process that
+        is not this one, from a process marked with another session, or, unmarked, from
+        a process that was running before this session began and is not one it was
+        started from (a workflow or a benchmark started in another shell)."""
+        marked = _marked(pid, self.session)
+        mine = self._ancestors(now)
         seen = set()
+        first = pid
         while pid in now and pid not in seen and pid > 1:
             seen.add(pid)
-            _, parent, cmdline = now[pid]
+            start, parent, cmdline = now[pid]
             if pid != os.getpid() and any("pytest" in word for word in cmdline.split()[:3]):
                 return True
             other = _marker(pid)
             if other is not None and other != self.session:
+                return True
+            before = self.processes.get(pid, (None,))[0] == start
+            if pid != first and not marked and before and pid not in mine:
                 return True
             pid = parent
         return False
@@ -169,7 +189,7 @@ class Snapshot:
         marked with another session), if there is one."""
         now = _processes() if now is None else now
         mine = _descendants(os.getpid(), now)
-        for pid, (_, _, cmdline) in now.items():
+        for pid, (start, _, cmdline) in now.items():
             if pid in mine:
                 continue
             other = _marker(pid)
@@ -177,6 +197,9 @@ class Snapshot:
                 return pid
             if any("pytest" in word for word in cmdline.split()[:3]) and not _contained(pid, now):
                 return pid
+            new = self.processes.get(pid, (None,))[0] != start
+            if new and any(part in cmdline for part in OURS) and self._elsewhere(pid, now):
+                return pid  # e.g. a sandbox of a workflow started in another shell
         return None
 
     def leftovers(self) -> dict[str, list[str]]:

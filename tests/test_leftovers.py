@@ -37,3 +37,22 @@ def test_while_another_run_works_its_mounts_and_containers_are_not_ours(
     assert alone["mounts"] == [str(tmp_path)] and alone["containers"] == ["abc x"]
     monkeypatch.setattr(Snapshot, "other_session", lambda self, now=None: 4_000_001)
     assert snapshot.leftovers() == {}
+
+
+def test_a_workflow_started_in_another_shell_keeps_its_sandboxes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sandbox started by a workflow (or a benchmark) that was running before this
+    session began is the other run's, and so, while it works, is an orphan of ours by
+    its command line alone (a container's monitor); alone, such an orphan is a leak."""
+    snapshot = Snapshot()
+    workflow = (5, 1, "snakemake --cores 2")
+    snapshot.processes = {**snapshot.processes, 4_000_011: workflow}
+    orphan = {4_000_013: (9, 1, "/usr/bin/conmon --api-version 1 -c abc")}
+    busy = {4_000_011: workflow, 4_000_012: (9, 4_000_011, "bwrap --unshare-all"), **orphan}
+    assert snapshot.other_session(busy) == 4_000_012
+    monkeypatch.setattr(leftovers, "_processes", lambda: busy)
+    assert snapshot.new_processes() == {}
+    monkeypatch.setattr(leftovers, "_processes", lambda: orphan)
+    assert snapshot.other_session(orphan) is None
+    assert snapshot.new_processes() == {4_000_013: orphan[4_000_013][2]}
