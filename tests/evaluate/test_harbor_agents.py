@@ -18,6 +18,7 @@ from tests.conftest import ROOT
 from tests.sandbox.test_sandbox import _available
 from tmax.config import load_config
 from tmax.evaluate.harbor_agents import agent_arguments
+from tmax.evaluate.metrics import records_from_run_files
 from tmax.evaluate.stage import evaluate_run, run_settings
 from tmax.harness import HarnessSettings
 from tmax.harness.upstream import harbor_python
@@ -87,6 +88,14 @@ def test_harbor_terminus_2_and_ours_agree_on_the_same_answers(
     assert (job / "result.json").is_file() and (job / "config.json").is_file()
     [trial] = [p for p in job.iterdir() if (p / "result.json").is_file()]
     assert json.loads((trial / "result.json").read_text())["agent_info"]["name"] == "terminus-2"
+    # the workflow's metrics label the run as the run file does, not as Harbor's trial
+    # does (agent terminus-2, the dataset folder as its benchmark)
+    run_file = tmp_path / "harbor" / "eval" / "harbor-terminus-2" / "run0.json"
+    [record] = records_from_run_files([run_file])
+    assert (record.model, record.benchmark, record.harness) == (
+        "scripted", "fixtures", "harbor-terminus-2"
+    )  # fmt: skip
+    assert (record.reward, record.failure) == (reward, None)
     # Harbor's agent asked our server, at the temperature the evaluation set
     assert any(r.get("temperature") == 0.0 for r in server.requests)
 

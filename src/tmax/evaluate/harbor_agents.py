@@ -6,9 +6,10 @@ budgets as our harnesses.
 ``evaluation.harnesses`` names them ``harbor-<agent>``: ``harbor-terminus-2`` is
 Harbor's Terminus-2 (``harbor/agents/terminus_2``), to set beside our ``terminus-2``.
 The run is one Harbor job; its folder is the run's trials folder, in Harbor's own
-format, which the report reads as it reads ours. Harbor's agent exceptions that are
-the agent's doing (its time limit, its context) count as failed attempts, as they do
-for our harnesses; every other exception is an infrastructure failure.
+format, which the report reads as it reads ours (labelled with the run's model,
+benchmark and harness). Harbor's exceptions are sorted as for any Harbor trial we read
+(``data/exception_kinds.yaml``): the agent's doing (its time limit, its context) is a
+failed attempt, the rest an infrastructure failure.
 """
 
 from __future__ import annotations
@@ -21,16 +22,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tmax.evaluate.records import load_exception_kinds
 from tmax.harness import HarnessSettings
 
 log = logging.getLogger("tmax.evaluate.harbor_agents")
 
 HARBOR_AGENTS = {"harbor-terminus-2": "terminus-2"}
 """Our harness name for each Harbor agent the evaluation can run."""
-AGENT_FAILURES = frozenset(
-    {"AgentTimeoutError", "ContextLengthExceededError", "OutputLengthExceededError"}
-)
-"""Harbor exceptions that end a trial by the agent's doing: counted attempts."""
 
 
 def agent_arguments(agent: str, base_url: str, model: str, settings: HarnessSettings) -> list[str]:
@@ -109,8 +107,8 @@ def _finished(root: Path, expected: int) -> list[dict[str, Any]] | None:
 def _mark(result: dict[str, Any]) -> dict[str, Any]:
     exception = result.get("exception_info")
     kind = None
-    if exception:
-        kind = "agent" if exception.get("exception_type") in AGENT_FAILURES else "infra"
+    if exception:  # the agent's doing or not, as for any Harbor trial we read
+        kind = load_exception_kinds().kind(str(exception.get("exception_type")))
     agent_result = dict(result.get("agent_result") or {})
     metadata = dict(agent_result.get("metadata") or {})
     metadata["tmax"] = {**metadata.get("tmax", {}), "failure_kind": kind or "none"}

@@ -215,12 +215,18 @@ def read_job_records(
 
 def records_from_run_files(run_files: Sequence[Path]) -> list[TrialRecord]:
     """The trials behind the workflow's ``results/eval/.../run<r>.json`` files (each
-    names its folder of trial directories and the trials of that run)."""
+    names its folder of trial directories and the trials of that run), labelled with
+    the run's model, benchmark, harness and number (a Harbor agent's trials name
+    Harbor's agent, the served model and a dataset folder instead)."""
     records = []
     for run_file in run_files:
         run = json.loads(Path(run_file).read_text(encoding="utf-8"))
         root = Path(run["trials_dir"])
-        records += [read_trial(root / trial["trial"]) for trial in run["trials"]]
+        labels = {key: run[key] for key in ("model", "benchmark", "harness")}
+        records += [
+            replace(read_trial(root / trial["trial"], **labels), run=run["run"])
+            for trial in run["trials"]
+        ]
     return records
 
 
