@@ -400,6 +400,23 @@ def test_a_control_shell_alive_but_not_answering_is_the_agents_doing(backend: st
             box.agent_death("gone")
 
 
+def test_a_control_shell_lost_before_the_verifier_is_judged_not_raised(backend: str) -> None:
+    """The control shell is gone when the verifier starts (after a fork bomb, say):
+    the agent's failed attempt where it exhausted the sandbox, with the reason; an
+    infrastructure failure (raised) where nothing was exhausted."""
+    tests = ANSWER_TASK / "tests"
+    with small_box(backend, pids=48) as box:
+        box.run("for i in $(seq 200); do sleep 60 & done; wait")
+        assert (box.pids_limit_hits() or 0) > 0
+        os.kill(box._control_pid, 9)  # type: ignore[arg-type]
+        result = box.verify(tests)
+        assert result.reward == 0.0 and result.reason and result.reason.startswith("verifier:")
+    with small_box(backend) as box:
+        os.kill(box._control_pid, 9)  # type: ignore[arg-type]
+        with pytest.raises(SandboxDied, match="no exhaustion seen"):
+            box.verify(tests)
+
+
 def test_an_end_line_missing_a_field_is_a_death_not_a_crash(backend: str) -> None:
     """When the control shell cannot measure a command's output (no PID left for a
     fork, right after a PID limit was hit), its end line lacks a field: the sandbox is

@@ -1188,7 +1188,10 @@ class Sandbox(ABC):
         timeout = self.limits.verifier_timeout_sec if timeout is None else timeout
         started = time.monotonic()
         if not self.limits.keep_agent_processes:
-            self._control("__tmax_agent_stop; printf '\\n%s 0\\n' @MARKER@", 60)
+            try:
+                self._control("__tmax_agent_stop; printf '\\n%s 0\\n' @MARKER@", 60)
+            except SandboxDied as error:  # as below: the agent's doing, or infra raised
+                return VerifyResult(0.0, reason=self.agent_death(f"verifier: {error}"))
         payload = _tar(tests_dir)
         mode = "pytest" if self.limits.pytest_verdict else "script"
         json_allowed = int(_names_reward_json(tests_dir))
