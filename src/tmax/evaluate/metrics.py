@@ -216,17 +216,17 @@ def read_job_records(
 def records_from_run_files(run_files: Sequence[Path]) -> list[TrialRecord]:
     """The trials behind the workflow's ``results/eval/.../run<r>.json`` files (each
     names its folder of trial directories and the trials of that run), labelled with
-    the run's model, benchmark, harness and number (a Harbor agent's trials name
-    Harbor's agent, the served model and a dataset folder instead)."""
+    the run's model, benchmark, harness and number where it names them (a Harbor
+    agent's trials name Harbor's agent, the served model and a dataset folder)."""
     records = []
     for run_file in run_files:
         run = json.loads(Path(run_file).read_text(encoding="utf-8"))
         root = Path(run["trials_dir"])
-        labels = {key: run[key] for key in ("model", "benchmark", "harness")}
-        records += [
-            replace(read_trial(root / trial["trial"], **labels), run=run["run"])
-            for trial in run["trials"]
-        ]
+        # (a run file written by hand or by another stage may name none of them)
+        labels = {key: run[key] for key in ("model", "benchmark", "harness") if run.get(key)}
+        for trial in run["trials"]:
+            record = read_trial(root / trial["trial"], **labels)
+            records.append(record if run.get("run") is None else replace(record, run=run["run"]))
     return records
 
 
