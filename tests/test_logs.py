@@ -23,8 +23,11 @@ def restore_logging() -> Iterator[None]:
 
 @pytest.mark.usefixtures("restore_logging")
 def test_request_lines_reach_the_log_file_and_not_the_console(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # tmax.rl.remote, once imported, keeps the RL jobs' httpx2 lines out of their logs
+    # too (one per rollout turn); here the logger is as a job without it has it
+    monkeypatch.setattr(logging.getLogger("httpx2"), "level", logging.NOTSET)
     log = tmp_path / "job.log"
     setup_logging(log)
     logging.getLogger("httpx").info('HTTP Request: POST http://127.0.0.1:1/v1 "200 OK"')
