@@ -115,3 +115,19 @@ def test_agent_arguments_carry_our_budgets() -> None:
     assert arguments[:2] == ["--model", "openai/m"]
     pairs = {arguments[i + 1] for i, a in enumerate(arguments) if a == "--agent-kwarg"}
     assert {"api_base=http://h/v1", "temperature=0.3", "max_turns=7"} <= pairs
+
+
+def test_harbor_exceptions_are_sorted_as_for_any_harbor_trial(tmp_path: Path) -> None:
+    """A Harbor trial carries no metadata of ours: its agent's time limit is a counted
+    attempt, an environment that broke an infrastructure failure."""
+    from tmax.evaluate.stage import run_summary
+
+    def trial(name: str, exception: str | None) -> dict[str, Any]:
+        info = exception and {"exception_type": exception, "exception_message": "x"}
+        return {"trial_name": name, "task_name": name, "verifier_result": None,
+                "agent_result": {}, "exception_info": info}  # fmt: skip
+
+    results = [trial("a", "AgentTimeoutError"), trial("b", "RuntimeError"), trial("c", None)]
+    summary = run_summary(results, tmp_path, "m", "fixtures", "harbor-terminus-2", 0)
+    assert [t["infra_failure"] for t in summary["trials"]] == [None, "RuntimeError", None]
+    assert summary["n_infra_failures"] == 1

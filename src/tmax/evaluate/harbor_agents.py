@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmax.evaluate.records import load_exception_kinds
 from tmax.harness import HarnessSettings
 
 log = logging.getLogger("tmax.evaluate.harbor_agents")
@@ -58,8 +57,7 @@ def run_harbor_agent(
     api_key: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every task once under Harbor's agent, as one Harbor job at ``root``; the trials'
-    ``result.json`` contents, marked the way :func:`~tmax.evaluate.stage.run_summary`
-    reads our own (``agent_result.metadata.tmax.failure_kind``).
+    ``result.json`` contents, named by our task names.
 
     A finished job (every task has its trial) is read back, not rerun; an unfinished
     one is run again whole (Harbor resumes a job as a whole, not by trial)."""
@@ -90,7 +88,7 @@ def run_harbor_agent(
         )  # fmt: skip
         log.info("%s: %d trial(s) in %s", harness, len(trials), root)
         results = _finished(root, len(tasks)) or _results(root)
-    return [_mark(result) for result in results]
+    return [_named(result) for result in results]
 
 
 def _results(root: Path) -> list[dict[str, Any]]:
@@ -104,15 +102,7 @@ def _finished(root: Path, expected: int) -> list[dict[str, Any]] | None:
     return results if len(results) == expected else None
 
 
-def _mark(result: dict[str, Any]) -> dict[str, Any]:
-    exception = result.get("exception_info")
-    kind = None
-    if exception:  # the agent's doing or not, as for any Harbor trial we read
-        kind = load_exception_kinds().kind(str(exception.get("exception_type")))
-    agent_result = dict(result.get("agent_result") or {})
-    metadata = dict(agent_result.get("metadata") or {})
-    metadata["tmax"] = {**metadata.get("tmax", {}), "failure_kind": kind or "none"}
-    # our task names are the tasks' folder names (Harbor's are task.toml's)
+def _named(result: dict[str, Any]) -> dict[str, Any]:
+    """The trial with our task name: its folder's (Harbor's is task.toml's)."""
     task = Path(((result.get("config") or {}).get("task") or {}).get("path") or "").name
-    marked = {**result, "agent_result": {**agent_result, "metadata": metadata}}
-    return {**marked, "task_name": task or result.get("task_name")}
+    return {**result, "task_name": task or result.get("task_name")}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tmax.evaluate.harbor_agents import HARBOR_AGENTS, run_harbor_agent
+from tmax.evaluate.records import load_exception_kinds
 from tmax.evaluate.runner import plan_trials, run_trials
 from tmax.evaluate.trial import task_checksum
 from tmax.harness import HarnessSettings
@@ -289,7 +290,10 @@ def run_summary(
         rewards = (result.get("verifier_result") or {}).get("rewards") or {}
         meta = (result.get("agent_result") or {}).get("metadata", {}).get("tmax", {})
         exception = result.get("exception_info")
-        if meta.get("failure_kind", "infra") != "infra":
+        kind = meta.get("failure_kind", "infra")
+        if not meta and exception:  # Harbor's own trial: sorted as any Harbor trial we read
+            kind = load_exception_kinds().kind(str(exception.get("exception_type")))
+        if kind != "infra":
             exception = None  # the agent's failure (timeout, memory): a counted attempt
         trials.append(
             {
