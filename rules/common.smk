@@ -14,9 +14,12 @@ from tmax.generate.fingerprint import (  # noqa: E402
     generator_fingerprint,
     validator_fingerprint,
 )
+from tmax.evaluate.harbor_agents import HARBOR_AGENTS  # noqa: E402
 from tmax.evaluate.stage import run_settings  # noqa: E402
+from tmax.harness import HARNESSES  # noqa: E402
 from tmax.rl.select import snapshot_steps  # noqa: E402
 from tmax.rl.recipe import model_rl, rl_recipe  # noqa: E402
+from tmax.settings import RLSection  # noqa: E402
 from tmax.sandbox import images  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy, packaged_taxonomy_path  # noqa: E402
 from tmax.taxonomy.sampler import shard_bounds  # noqa: E402
@@ -133,7 +136,7 @@ wildcard_constraints:
     model="|".join(re.escape(name) for name in MODELS) or "^$",
     tiny="|".join(TINY_MODELS),
     benchmark="heldout|terminal-bench-2.0|tb-lite|swe-bench-verified|aime",
-    harness="tmax|terminus-2|mini-swe-agent|openhands|harbor-terminus-2",
+    harness="|".join(re.escape(name) for name in [*HARNESSES, *HARBOR_AGENTS]),
     step=r"\d+",
     run=r"\d+",
     n=r"\d+",
@@ -157,8 +160,14 @@ def model_dir(wildcards):
 
 
 def rl_config(name):
-    """The rl section with the model's own overrides (``models[].rl``) applied."""
+    """The rl section with the model's own overrides (``models[].rl``) applied, as a
+    mapping (what a rule's params carry)."""
     return model_rl(config, name)
+
+
+def rl_section(name):
+    """:func:`rl_config` typed (tmax.settings.RLSection): what the rules read."""
+    return RLSection.of(rl_config(name))
 
 
 def rl_recipe_params(wildcards):
@@ -193,26 +202,28 @@ def training_job(name):
     each, or rl.ranks_per_node) and engine servers' nodes (one task each, or
     rl.engines_per_node). On GPU nodes the ranks and engines per node follow the GPUs.
     """
-    rl = rl_config(name)
-    training, inference = rl["training_nodes"], rl["inference_nodes"]
-    tasks = training * (rl["ranks_per_node"] or 1)
-    tasks += inference * (rl["engines_per_node"] or 1)
+    rl = rl_section(name)
+    training, inference = rl.training_nodes, rl.inference_nodes
+    tasks = training * (rl.ranks_per_node or 1)
+    tasks += inference * (rl.engines_per_node or 1)
     return {"nodes": training + inference, "tasks": tasks}
 
 
 def selection_steps(name):
     """The training steps whose snapshots are kept."""
-    rl = rl_config(name)
-    return snapshot_steps(rl["steps"], rl["select_every"])
+    rl = rl_section(name)
+    return snapshot_steps(rl.steps, rl.select_every)
 
 
 def selection_settings(name):
     """What the trained model is chosen on, or None (the last step's snapshot)."""
-    rl = rl_config(name)
-    if not rl["select_every"]:
+    rl = rl_section(name)
+    if not rl.select_every:
         return None
     return {
-        key: rl[key] for key in ("select_benchmark", "select_harness", "select_runs")
+        "select_benchmark": rl.select_benchmark,
+        "select_harness": rl.select_harness,
+        "select_runs": rl.select_runs,
     }
 
 
@@ -263,13 +274,13 @@ def trained_model_gate(wildcards):
 
 def sft_params(name):
     """What the SFT warm-up depends on (so changing an RL-only knob keeps it)."""
-    rl = rl_config(name)
-    return {key: rl[key] for key in ("sft", "max_tool_calls")}
+    rl = rl_section(name)
+    return {"sft": rl.sft.asdict(), "max_tool_calls": rl.max_tool_calls}
 
 
 def rl_start_model(wildcards):
     """RL starts from the SFT warm-up when it is on, else from the base model."""
-    if rl_config(wildcards.model)["sft"]["steps"] > 0:
+    if rl_section(wildcards.model).sft.steps > 0:
         return f"results/models/{wildcards.model}-sft"
     return base_model_dir(wildcards.model)
 
@@ -300,7 +311,7 @@ def eval_models():
         evaluation = model_evaluation(name)
         grid = (evaluation["benchmarks"], evaluation["harnesses"])
         for variant in evaluation["variants"]:
-            if variant in ("sft", "control") and rl_config(name)["sft"]["steps"] == 0:
+            if variant in ("sft", "control") and rl_section(name).sft.steps == 0:
                 continue  # no SFT model to evaluate or to train on
             if variant != "base" and not model.get("train", True):
                 continue

@@ -77,7 +77,10 @@ rule report_figures:
     params:
         models=report_trained_models(),
         rl={
-            name: {key: rl_config(name)[key] for key in ("loss", "group_size")}
+            name: {
+                "loss": rl_section(name).loss,
+                "group_size": rl_section(name).group_size,
+            }
             for name in report_trained_models()
         },
     script:

@@ -97,7 +97,7 @@ rule rl_train:
     conda:
         "../envs/evaluate.yaml"
     # rl.threads, at most --cores locally; the slurm profile sets cpus_per_task
-    threads: lambda wildcards: rl_config(wildcards.model)["threads"]
+    threads: lambda wildcards: rl_section(wildcards.model).threads
     resources:
         # A Slurm job of rl.training_nodes + rl.inference_nodes nodes (ignored locally).
         nodes=lambda wildcards: training_job(wildcards.model)["nodes"],
@@ -116,13 +116,13 @@ rule rl_train:
 rule evaluate_snapshot:
     input:
         tasks=lambda wildcards: benchmark_manifest(
-            rl_config(wildcards.model)["select_benchmark"]
+            rl_section(wildcards.model).select_benchmark
         ),
         snapshots="results/rl/{model}/snapshots",
         gate=trained_model_gate,
         toolbox="results/images/toolbox.json",
         images=lambda wildcards: benchmark_images(
-            rl_config(wildcards.model)["select_benchmark"]
+            rl_section(wildcards.model).select_benchmark
         ),
     output:
         "results/rl/{model}/selection/step{step}/run{run}.json",
@@ -136,9 +136,9 @@ rule evaluate_snapshot:
     threads: eval_concurrency()
     params:
         model=lambda wildcards: {"name": f"{wildcards.model}-tmax-step{wildcards.step}"},
-        harness=lambda wildcards: rl_config(wildcards.model)["select_harness"],
+        harness=lambda wildcards: rl_section(wildcards.model).select_harness,
         evaluation=lambda wildcards: eval_run_settings(
-            rl_config(wildcards.model)["select_harness"]
+            rl_section(wildcards.model).select_harness
         ),
         backend=config["sandbox"]["backend"],
     script:

@@ -10,6 +10,7 @@ from tmax.io import read_pointer
 from tmax.logs import setup_logging
 from tmax.rl.recipe import model_rl
 from tmax.rl.stage import rl_train
+from tmax.settings import RLSection
 from tmax.tracking import set_workflow_job
 
 setup_logging(snakemake.log[0])
@@ -20,8 +21,8 @@ set_workflow_job(snakemake.config, snakemake.rule, dict(snakemake.wildcards.item
 clean = snakemake.input.get("clean")
 tasks = read_pointer(clean) if clean else Path(snakemake.input.tasks)
 # Every rl setting, operational ones too (params.recipe holds only those that change
-# the trained model: the rerun trigger).
-rl = model_rl(snakemake.config, snakemake.wildcards.model)
+# the trained model: the rerun trigger), typed once.
+rl = RLSection.of(model_rl(snakemake.config, snakemake.wildcards.model))
 source = snakemake.params.source  # the generated tasks, or a prior dataset's
 removed = snakemake.input.get("removed")  # a prior dataset's flagged tasks
 rl_train(

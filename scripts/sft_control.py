@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from tmax.io import read_pointer
 from tmax.logs import setup_logging
 from tmax.rl.stage import sft_control
+from tmax.settings import RLSection
 
 setup_logging(snakemake.log[0])
 clean = snakemake.input.get("clean")
@@ -20,7 +21,8 @@ sft_control(
     Path(snakemake.input.rl_curve),
     Path(snakemake.output.model),
     Path(snakemake.output.curve),
-    rl=snakemake.params.rl,
+    # the keys SFT reads (its rerun trigger); the others are the schema defaults
+    rl=RLSection.of(snakemake.params.rl),
     heldout_fraction=snakemake.params.heldout_fraction,
     seed=snakemake.params.seed,
     threads=snakemake.threads,

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tmax.io import write_json
+from tmax.settings import RLSection, RLValues
 
 log = logging.getLogger("tmax.rl")
 
@@ -163,10 +164,11 @@ class Layout:
 
 
 def split_nodes(
-    where: Placement, rl: Mapping[str, Any], *, gpus_per_node: Callable[[], int] = visible_gpus
+    where: Placement, rl: RLValues, *, gpus_per_node: Callable[[], int] = visible_gpus
 ) -> Layout:
     """The first ``nodes − rl.inference_nodes`` nodes train, the rest serve the engines."""
-    inference = int(rl.get("inference_nodes") or 0)
+    rl = RLSection.of(rl)
+    inference = rl.inference_nodes
     training = where.nodes - inference
     if training < 1:
         raise ValueError(
@@ -177,12 +179,11 @@ def split_nodes(
         )
     gpus = gpus_per_node()
     tasks_per_node = max(1, where.tasks // where.nodes)
-    per_node = rl.get("ranks_per_node") or gpus or tasks_per_node
+    per_node = rl.ranks_per_node or gpus or tasks_per_node
     engines = 0
     if inference:
-        parallel = max(1, int(rl.get("engine_tensor_parallel") or 1))
-        engines = rl.get("engines_per_node") or max(1, gpus // parallel)
-    return Layout(training, int(per_node), inference, int(engines))
+        engines = rl.engines_per_node or max(1, gpus // rl.engine_tensor_parallel)
+    return Layout(training, per_node, inference, engines)
 
 
 def launch_ranks(

@@ -38,8 +38,8 @@ from typing import Any
 
 import yaml
 
-from tmax.config import schema_default
 from tmax.rl.recipe import config_model, rl_settings
+from tmax.settings import RLSection, RLValues
 
 GIB = 2**30
 
@@ -502,39 +502,41 @@ class ModelPlan:
                 "checks": [c.as_dict() for c in self.checks], "notes": self.notes}  # fmt: skip
 
 
-def gpu_layout(rl: Mapping[str, Any]) -> bool:
+def gpu_layout(rl: RLValues) -> bool:
     """Whether ``rl`` describes a multi-node GPU job (the layouts this plan is for):
     engines on inference nodes, or DeepSpeed ranks on more than one node."""
-    return int(rl.get("inference_nodes") or 0) > 0 or int(rl.get("training_nodes") or 1) > 1
+    rl = RLSection.of(rl)
+    return rl.inference_nodes > 0 or rl.training_nodes > 1
 
 
 def plan_model(
     name: str,
     path: str,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     hardware: Hardware,
     architecture: Architecture,
 ) -> ModelPlan:
     """The memory plan of one model's RL run (``rl``: its resolved rl section)."""
+    rl = RLSection.of(rl)
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
 
     counts = parameter_counts(architecture)
     gpus = hardware.gpus_per_node
-    training_nodes = int(rl.get("training_nodes") or 1)
-    ranks_per_node = int(rl.get("ranks_per_node") or gpus)
-    inference_nodes = int(rl.get("inference_nodes") or 0)
-    parallel = int(rl.get("engine_tensor_parallel") or 1)
-    engines_per_node = int(rl.get("engines_per_node") or max(1, gpus // parallel))
+    training_nodes = rl.training_nodes
+    ranks_per_node = rl.ranks_per_node or gpus
+    inference_nodes = rl.inference_nodes
+    parallel = rl.engine_tensor_parallel
+    engines_per_node = rl.engines_per_node or max(1, gpus // parallel)
     engines = inference_nodes * engines_per_node
     # A sample longer than the budget is a micro-batch of its own (trainer.micro_batches):
     # the largest micro-batch is the budget or one whole episode, whichever is longer.
-    tokens = max(int(rl["micro_batch_tokens"]), int(rl["max_total_tokens"]))
-    checkpointing = bool(rl.get("gradient_checkpointing"))
+    tokens = max(rl.micro_batch_tokens, rl.max_total_tokens)
+    checkpointing = rl.gradient_checkpointing
     notes: list[str] = []
     gpu = hardware.gpu_memory_gib
 
     # --- training GPU: ZeRO-3 model states (DeepSpeed's estimator) + one micro-batch.
-    zero_stage = int(rl.get("zero_stage", 3))
+    zero_stage = rl.zero_stage
     if zero_stage != 3:
         notes.append(f"rl.zero_stage is {zero_stage}: the model-state figure is ZeRO-3's")
     cpu_bytes, gpu_bytes, _ = estimate_zero3_model_states_mem_needs(
@@ -550,9 +552,9 @@ def plan_model(
         "which is 18 bytes as well. torch's AdamW step allocates temporaries of about one "
         "fp32 partition more; it runs after backward, when the activations are gone."
     )
-    fp32_head = bool(rl.get("fp32_lm_head", True))
+    fp32_head = rl.fp32_lm_head
     ranks = training_nodes * ranks_per_node
-    sequence = int(rl.get("sequence_parallel_size") or 1)
+    sequence = rl.sequence_parallel_size
     if ranks % sequence:
         raise ValueError(
             f"{name}: rl.sequence_parallel_size ({sequence}) must divide the training ranks "
@@ -567,7 +569,7 @@ def plan_model(
     train_knobs = []
     if not checkpointing:
         train_knobs.append("rl.gradient_checkpointing")
-    if int(rl["micro_batch_tokens"]) > int(rl["max_total_tokens"]):
+    if rl.micro_batch_tokens > rl.max_total_tokens:
         train_knobs.append("rl.micro_batch_tokens")
     if act_gib + overhead < gpu:
         train_knobs.append("rl.training_nodes")
@@ -633,15 +635,15 @@ def plan_model(
 
     # --- inference GPU: vLLM weights + KV cache + linear-attention state.
     if engines:
-        options = dict(rl.get("engine_options") or {})
+        options = dict(rl.engine_options)
         utilization = float(
             options.get("gpu_memory_utilization") or VLLM_DEFAULT_GPU_MEMORY_UTILIZATION
         )
-        in_flight = int(rl.get("groups_in_flight") or 1) * int(rl["group_size"])
+        in_flight = rl.groups_in_flight * rl.group_size
         per_engine = math.ceil(in_flight / engines)
-        max_tokens = int(rl["max_total_tokens"])
+        max_tokens = rl.max_total_tokens
         weight_gib = counts.total * 2 / parallel / GIB
-        if rl.get("fp32_lm_head", True):
+        if rl.fp32_lm_head:
             weight_gib += counts.head * 2 / parallel / GIB  # the head kept in fp32
         kv_per_token = 2 * architecture.num_key_value_heads * architecture.head_dim * 2
         kv_per_token *= architecture.full_layers
@@ -711,11 +713,9 @@ def plan_model(
     # one being gathered, and a tensor larger than a bucket travels alone (bf16 on GPUs).
     # NCCL pushes keep their buckets on the GPU; the snapshot's are on the host, so count
     # them there.
-    bucket_bytes = int(rl.get("push_bucket_mb") or schema_default("rl", "push_bucket_mb")) * 2**20
+    bucket_bytes = rl.push_bucket_mb * 2**20
     push_gib = (2 * bucket_bytes + counts.largest_tensor * 2) / GIB
-    sandboxes = int(rl.get("groups_in_flight") or 1) * int(
-        rl.get("rollout_workers") or rl["group_size"]
-    )
+    sandboxes = rl.groups_in_flight * (rl.rollout_workers or rl.group_size)
     loading_gib = counts.total * 2 / (training_nodes * ranks_per_node) / GIB * ranks_per_node
     training_host = cpu_bytes / GIB + ranks_per_node * hardware.rank_host_gib + loading_gib
     training_host += push_gib + sandboxes * hardware.sandbox_memory_gib
@@ -762,7 +762,7 @@ def plan_model(
         "engine_tensor_parallel": parallel,
         "micro_batch_tokens": tokens,
         "gradient_checkpointing": checkpointing,
-        "max_total_tokens": int(rl["max_total_tokens"]),
+        "max_total_tokens": rl.max_total_tokens,
         "gpu_memory_gib": gpu,
         "gpus_per_node": gpus,
         "host_memory_gib": hardware.host_memory_gib,

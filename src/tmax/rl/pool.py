@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from tmax.settings import RLSection, RLValues
+
 log = logging.getLogger("tmax.rl")
 
 CHOICES = ("shortest", "informative")
@@ -88,7 +90,7 @@ def choose_pool(
     tokenizer: Any,
     rows: Sequence[Mapping[str, Any]],
     *,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     limit: int,
 ) -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
     """The ``limit`` rows most likely to give informative groups under ``model`` (ties:
@@ -96,9 +98,10 @@ def choose_pool(
     from tmax.rl.sft import solution_conversation, tokenize_conversation
     from tmax.rl.stage import harness_settings, solution_of
 
+    rl = RLSection.of(rl)
     settings = harness_settings(rl)
-    temperature = float(rl["temperature"])
-    group = int(rl["group_size"])
+    temperature = float(rl.temperature)
+    group = rl.group_size
     solutions = [solution_of(row) for row in rows]
     solved = [i for i, solution in enumerate(solutions) if solution.strip()]
     conversations = [

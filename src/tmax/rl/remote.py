@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from tmax.models.serve import ModelServer
     from tmax.rl.weight_transfer import TorchSender
+    from tmax.settings import RLSection
 
 log = logging.getLogger("tmax.rl.remote")
 logging.getLogger("httpx2").setLevel(logging.WARNING)  # not a line per rollout turn
@@ -102,28 +103,28 @@ class EngineSettings:
     push_bucket_mb: int | None = None  # [push_bucket_mb]: None is the transfer's default
 
     @classmethod
-    def from_config(cls, rl: Mapping[str, Any], model_dir: str | Path, *, threads: int = 1,
+    def from_config(cls, rl: RLSection, model_dir: str | Path, *, threads: int = 1,
                     seed: int = 0) -> EngineSettings:  # fmt: skip
         return cls(
             model_dir=str(model_dir),
-            tensor_parallel=int(rl.get("engine_tensor_parallel") or 1),
-            dtype=str(rl.get("engine_dtype") or "auto"),
-            fp32_lm_head=bool(rl.get("fp32_lm_head", True)),
-            max_model_len=rl.get("max_total_tokens"),
-            weight_transfer=str(rl.get("weight_transfer") or "auto"),
+            tensor_parallel=rl.engine_tensor_parallel,
+            dtype=rl.engine_dtype,
+            fp32_lm_head=rl.fp32_lm_head,
+            max_model_len=rl.max_total_tokens,
+            weight_transfer=rl.weight_transfer,
             threads=threads,
-            options=dict(rl.get("engine_options") or {}),
-            ready_timeout=float(rl.get("engine_start_timeout_sec") or 1800.0),
+            options=dict(rl.engine_options),
+            ready_timeout=float(rl.engine_start_timeout_sec),
             seed=seed,
-            untrained=tuple(rl.get("engine_untrained_weights") or ()),
-            push_bucket_mb=rl.get("push_bucket_mb"),
+            untrained=rl.engine_untrained_weights,
+            push_bucket_mb=rl.push_bucket_mb,
         )
 
     @property
     def bucket_bytes(self) -> int:
         from tmax.rl.streaming import bucket_bytes
 
-        return bucket_bytes({"push_bucket_mb": self.push_bucket_mb})
+        return bucket_bytes(self.push_bucket_mb)
 
     def backend(self) -> str:
         from tmax.rl.weight_transfer import default_backend

@@ -25,6 +25,7 @@ import torch
 from tmax.harness import HarnessSettings
 from tmax.io import write_json
 from tmax.rl.recipe import RESUMABLE_SETTINGS
+from tmax.settings import RLSection, RLValues
 from tmax.tasks.split import training_tasks
 
 log = logging.getLogger("tmax.rl")
@@ -132,18 +133,18 @@ def _save(model: Any, tokenizer: Any, source: Path, output: Path) -> None:
     tmp.rename(output)
 
 
-def harness_settings(rl: Mapping[str, Any]) -> HarnessSettings:
+def harness_settings(rl: RLValues) -> HarnessSettings:
     """The episode budgets of RL rollouts (and of the SFT prompts, which only use
     max_tool_calls: it is written into the task prompt)."""
-    defaults = HarnessSettings()
+    rl = RLSection.of(rl)
     return HarnessSettings(
-        max_tool_calls=rl["max_tool_calls"],
-        max_turn_tokens=rl.get("max_turn_tokens", defaults.max_turn_tokens),
-        max_total_tokens=rl.get("max_total_tokens", defaults.max_total_tokens),
-        temperature=rl.get("temperature", 1.0),
+        max_tool_calls=rl.max_tool_calls,
+        max_turn_tokens=rl.max_turn_tokens,
+        max_total_tokens=rl.max_total_tokens,
+        temperature=rl.temperature,
         interleaved_thinking=True,
-        max_format_errors=rl.get("max_format_errors", 8),
-        command_timeout_sec=float(rl.get("command_timeout_sec", 120)),
+        max_format_errors=rl.max_format_errors,
+        command_timeout_sec=float(rl.command_timeout_sec),
     )
 
 
@@ -153,7 +154,7 @@ def sft_warmup(
     output: Path,
     curve: Path,
     *,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     heldout_fraction: float,
     seed: int,
     threads: int = 1,
@@ -161,16 +162,17 @@ def sft_warmup(
 ) -> list[dict[str, float]]:
     """SFT on the reference solutions of the training tasks (``threads``: torch's);
     for a prior dataset (``removed`` given), on those of its tasks that ship one."""
+    rl = RLSection.of(rl)
     rows, losses = _train_sft(
         model_dir, tasks, output, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
-        threads=threads, removed=removed, steps=rl["sft"]["steps"], batch_seed=seed,
+        threads=threads, removed=removed, steps=rl.sft.steps, batch_seed=seed,
     )  # fmt: skip
     write_json(curve, {"tasks": [r["task_id"] for r in rows], "curve": losses})
     return losses
 
 
 def _train_sft(
-    model_dir: Path, tasks: Path, output: Path, *, rl: Mapping[str, Any],
+    model_dir: Path, tasks: Path, output: Path, *, rl: RLSection,
     heldout_fraction: float, seed: int, threads: int, removed: Path | None,
     steps: int | None, batch_seed: int, token_budget: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, float]]]:  # fmt: skip
@@ -179,29 +181,30 @@ def _train_sft(
     from tmax.rl.sft import run_sft
 
     torch.set_num_threads(threads)
-    sft = rl["sft"]
+    sft = rl.sft
     model, tokenizer = _load(model_dir)
     rows, examples = _sft_examples(tokenizer, tasks, rl=rl, heldout_fraction=heldout_fraction,
                                    seed=seed, removed=removed)  # fmt: skip
     losses = run_sft(
         model, examples, steps=steps, token_budget=token_budget,
-        learning_rate=sft["learning_rate"], batch_size=sft["batch_size"], seed=batch_seed,
+        learning_rate=sft.learning_rate, batch_size=sft.batch_size, seed=batch_seed,
     )  # fmt: skip
     _save(model, tokenizer, model_dir, output)
     return rows, losses
 
 
 def _sft_examples(
-    tokenizer: Any, tasks: Path, *, rl: Mapping[str, Any], heldout_fraction: float, seed: int,
+    tokenizer: Any, tasks: Path, *, rl: RLValues, heldout_fraction: float, seed: int,
     removed: Path | None,
 ) -> tuple[list[dict[str, Any]], list[tuple[list[int], list[int]]]]:  # fmt: skip
     """The training tasks with a reference solution (at most ``rl.sft.max_tasks``, not
     RL's ``max_train_tasks``: SFT teaches reading tasks from many, RL may work a few)
     and their expert episodes, tokenised."""
+    rl = RLSection.of(rl)
     from tmax.rl.sft import solution_conversation, tokenize_conversation
 
     rows = training_rows(
-        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl["sft"]["max_tasks"],
+        tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl.sft.max_tasks,
         removed=removed, with_solution=True,
     )  # fmt: skip
     settings = harness_settings(rl)
@@ -221,7 +224,7 @@ def sft_control(
     output: Path,
     curve: Path,
     *,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     heldout_fraction: float,
     seed: int,
     threads: int = 1,
@@ -232,6 +235,7 @@ def sft_control(
     backward (``sequence_tokens`` summed over ``rl_curve``'s steps). What RL adds over
     this is what RL adds, not what more training of any kind would; generation, which
     SFT does not need, is not counted."""
+    rl = RLSection.of(rl)
     import json
 
     steps = json.loads(rl_curve.read_text(encoding="utf-8"))["curve"]
@@ -291,7 +295,7 @@ def rl_train(
     curve: Path,
     run_dir: Path,
     *,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     heldout_fraction: float,
     seed: int,
     backend: str,
@@ -308,41 +312,42 @@ def rl_train(
     process, shared by generation and the optimizer step; the sandboxes' commands and
     verifiers run in other processes. Rank 0 writes the snapshots into
     ``run_dir/snapshots``; they are linked into ``snapshots`` when training is done."""
+    rl = RLSection.of(rl)
     from tmax.rl.launch import launch_ranks, placement, split_nodes, start_engine_servers
     from tmax.rl.remote import EngineSettings, closed, prepare_server_dir
     from tmax.rl.select import publish_snapshots, snapshot_steps
-    from tmax.rl.trainer import RLSettings, write_run_summary
+    from tmax.rl.trainer import write_run_summary
 
     where = placement()
     rows, pool = rl_pool(model_dir, tasks, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
                          threads=threads, removed=removed)  # fmt: skip
     task_ids = [r["task_id"] for r in rows]
-    settings = RLSettings.from_config(rl, seed)
+    settings = rl.recipe(seed)
     arguments: dict[str, Any] = {
         "model_dir": str(model_dir),
         "tasks_root": str(tasks_root),
         "task_ids": task_ids,
         "run_dir": str(run_dir),
-        "rl": dict(rl),
+        "rl": rl.asdict(),
         "seed": seed,
         "backend": backend,
         "threads": threads,
     }
     # Snapshots already written follow their schedule: a new one starts over.
-    kept = f"snapshots every {rl['select_every'] or 'last'}"
-    if rl["engine"] == "vllm":
+    kept = f"snapshots every {rl.select_every or 'last'}"
+    if rl.engine == "vllm":
         from tmax.models.serve import check_vllm_python
 
         check_vllm_python()  # before any node is started: a clear error, not a dead server
     if where.role == "launcher":
         layout = split_nodes(where, rl)
-        learners = f"deepspeed {layout.describe()} zero-{rl['zero_stage']}; {kept}"
+        learners = f"deepspeed {layout.describe()} zero-{rl.zero_stage}; {kept}"
         _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings, learners)
         servers = None
         if layout.engine_servers:
-            if rl["engine"] != "vllm":
+            if rl.engine != "vllm":
                 raise ValueError(
-                    f"rl.inference_nodes is {rl['inference_nodes']}: the engines on their own "
+                    f"rl.inference_nodes is {rl.inference_nodes}: the engines on their own "
                     "nodes are vLLM servers; set rl.engine: vllm"
                 )
             # The paper's layout: vLLM engines on their own nodes, fed weights each step.
@@ -357,16 +362,16 @@ def rl_train(
                      nodes=layout.training_nodes, ranks_per_node=layout.ranks_per_node,
                      servers_closed=lambda: closed(run_dir / "engines"))  # fmt: skip
     else:
-        if rl.get("inference_nodes"):
+        if rl.inference_nodes:
             log.warning("rl.inference_nodes is %d, but this is not a Slurm job of several "
                         "nodes: the engine runs in the training process",
-                        rl["inference_nodes"])  # fmt: skip
+                        rl.inference_nodes)  # fmt: skip
         if where.role == "single":
             _fresh_run_if_inputs_changed(run_dir, model_dir, task_ids, settings,
                                          f"local; {kept}")  # fmt: skip
         train_rank(**arguments, distributed=where.role == "rank")
     publish_snapshots(run_dir / "snapshots", snapshots,
-                      snapshot_steps(settings.steps, rl["select_every"]))  # fmt: skip
+                      snapshot_steps(settings.steps, rl.select_every))  # fmt: skip
     return write_run_summary(run_dir, curve, pool=pool)
 
 
@@ -374,7 +379,7 @@ def rl_pool(
     model_dir: Path,
     tasks: Path,
     *,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     heldout_fraction: float,
     seed: int,
     threads: int = 1,
@@ -384,8 +389,9 @@ def rl_pool(
     ``rl.train_tasks`` says (:mod:`tmax.rl.pool`); with ``informative``, also what was
     estimated (the starting policy ``model_dir`` scores every training task once): the
     chosen task ids under ``chosen``, every task's estimate under ``tasks``, best first."""
-    limit = rl["max_train_tasks"]
-    informative = rl["train_tasks"] == "informative" and limit is not None
+    rl = RLSection.of(rl)
+    limit = rl.max_train_tasks
+    informative = rl.train_tasks == "informative" and limit is not None
     rows = training_rows(
         tasks, heldout_fraction=heldout_fraction, seed=seed,
         limit=None if informative else limit, removed=removed,
@@ -399,8 +405,8 @@ def rl_pool(
     chosen, ranked = choose_pool(model, tokenizer, rows, rl=rl, limit=limit)
     return list(chosen), {
         "choice": "informative",
-        "group_size": rl["group_size"],
-        "temperature": rl["temperature"],
+        "group_size": rl.group_size,
+        "temperature": rl.temperature,
         "chosen": [row["task_id"] for row in chosen],
         "tasks": ranked,
     }
@@ -412,7 +418,7 @@ def train_rank(
     tasks_root: str,
     task_ids: Sequence[str],
     run_dir: str,
-    rl: Mapping[str, Any],
+    rl: RLValues,
     seed: int,
     backend: str,
     threads: int,
@@ -431,6 +437,7 @@ def train_rank(
     nodes) its engine is a :class:`~tmax.rl.remote.RemoteEngine` over them, told to exit
     when training ends.
     """
+    rl = RLSection.of(rl)
     from transformers import AutoTokenizer
 
     from tmax.rl.learner import (
@@ -444,40 +451,40 @@ def train_rank(
     from tmax.rl.remote import mark_closed
     from tmax.rl.select import snapshot_name, snapshot_steps
     from tmax.rl.streaming import SnapshotSink
-    from tmax.rl.trainer import RLSettings, Trainer
+    from tmax.rl.trainer import Trainer
 
     torch.set_num_threads(threads)
-    settings = RLSettings.from_config(rl, seed)
+    settings = rl.recipe(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     learner: Learner
     main = True
     if distributed:
-        main = init_distributed(timeout_s=float(rl["collective_timeout_sec"])).rank == 0
+        main = init_distributed(timeout_s=float(rl.collective_timeout_sec)).rank == 0
         # Partitioned as it loads: no rank holds the whole model (27B: 108 GB in fp32).
-        model, keep = load_partitioned(Path(model_dir), lr=rl["learning_rate"],
-                                       zero_stage=rl["zero_stage"])  # fmt: skip
+        model, keep = load_partitioned(Path(model_dir), lr=rl.learning_rate,
+                                       zero_stage=rl.zero_stage)  # fmt: skip
     else:
         (model, _), keep = _load(Path(model_dir)), None
     sequence = None
-    if int(rl.get("sequence_parallel_size") or 1) > 1:
+    if rl.sequence_parallel_size > 1:
         from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
 
-        sequence = sequence_groups(int(rl["sequence_parallel_size"]),
-                                   timeout_s=float(rl["collective_timeout_sec"]))  # fmt: skip
+        sequence = sequence_groups(rl.sequence_parallel_size,
+                                   timeout_s=float(rl.collective_timeout_sec))  # fmt: skip
         assert sequence is not None
         split_token_mixers(model, sequence)
-    if rl.get("packing"):
+    if rl.packing:
         from tmax.rl.packing import enable_packing
 
         enable_packing(model)
         log.info("micro-batches packed: whole episodes end to end in rows of at most %d "
-                 "tokens", rl["micro_batch_tokens"])  # fmt: skip
-    if rl["gradient_checkpointing"]:
+                 "tokens", rl.micro_batch_tokens)  # fmt: skip
+    if rl.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     if distributed:
-        learner = DeepSpeedLearner(model, lr=rl["learning_rate"], zero_stage=rl["zero_stage"])
+        learner = DeepSpeedLearner(model, lr=rl.learning_rate, zero_stage=rl.zero_stage)
     else:
-        learner = LocalLearner(model, lr=rl["learning_rate"])
+        learner = LocalLearner(model, lr=rl.learning_rate)
     del keep  # transformers' DeepSpeed config: needed only until the learner has the model
     engine = env = None
     if main:
@@ -493,7 +500,7 @@ def train_rank(
         log.info("snapshot of step %d: %s", step, target)
         return SnapshotSink(Path(model_dir), target, tokenizer)
 
-    kept = snapshot_steps(settings.steps, rl["select_every"])
+    kept = snapshot_steps(settings.steps, rl.select_every)
     try:
         trainer = Trainer(env, engine, learner, settings, Path(run_dir), snapshot=snapshot,
                           snapshot_steps=kept, sequence=sequence)  # fmt: skip
@@ -534,7 +541,7 @@ def _rollout_side(
     tasks_root: Path,
     task_ids: Sequence[str],
     *,
-    rl: Mapping[str, Any],
+    rl: RLSection,
     backend: str,
     servers: Mapping[str, Any] | None = None,
     run_dir: Path | None = None,
@@ -563,13 +570,13 @@ def _rollout_side(
     if servers is not None:
         directory = Path(servers["dir"])
         urls = wait_for_servers(directory, int(servers["count"]),
-                                timeout_s=float(rl["engine_start_timeout_sec"]))  # fmt: skip
+                                timeout_s=float(rl.engine_start_timeout_sec))  # fmt: skip
         engine = VLLMEngine(urls, read_key(directory),
                             settings=read_settings(directory / "server.json"))  # fmt: skip
-    elif rl["engine"] == "vllm":
+    elif rl.engine == "vllm":
         directory = (run_dir or model_dir) / "engines"
         settings = EngineSettings.from_config(rl, model_dir, threads=threads, seed=seed)
-        running = local_servers(directory, settings, int(rl.get("engines_per_node") or 1))
+        running = local_servers(directory, settings, rl.engines_per_node or 1)
         urls = running.__enter__()
         try:
             engine = VLLMEngine(urls, read_key(directory), settings=settings, host="127.0.0.1",
@@ -582,7 +589,7 @@ def _rollout_side(
     env = TaskEnvironment(
         dirs, tokenizer, harness_settings(rl), backend=backend,
         # Every episode of a group at once by default: their turns share engine batches.
-        workers=rl["rollout_workers"] or rl["group_size"],
+        workers=rl.rollout_workers or rl.group_size,
         run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",
     )  # fmt: skip
     return engine, env

@@ -88,10 +88,9 @@ def specs_of(pairs: Sequence[tuple[str, torch.Tensor]]) -> list[TensorSpec]:
     ]
 
 
-def bucket_bytes(rl: Mapping[str, Any]) -> int:
-    """``rl.push_bucket_mb`` in bytes (a config without it: the transfer's default)."""
-    value = rl.get("push_bucket_mb")
-    return int(value) * MIB if value is not None else BUCKET_BYTES
+def bucket_bytes(push_bucket_mb: float | None) -> int:
+    """``rl.push_bucket_mb`` in bytes (None: the transfer's default)."""
+    return int(push_bucket_mb) * MIB if push_bucket_mb is not None else BUCKET_BYTES
 
 
 def _fill(flat: torch.Tensor, offset: int, tensor: torch.Tensor) -> None:
