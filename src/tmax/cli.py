@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tmax import __version__
 from tmax.config import ConfigError, config_hash, load_config
+from tmax.harness import HARNESSES
 from tmax.logs import setup_logging
 from tmax.sandbox import BACKENDS
 from tmax.tasks import TaskFormatError, read_task
@@ -365,9 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_sub = evaluate.add_subparsers(dest="action", required=True)
     run = eval_sub.add_parser("run", help="run a model endpoint on tasks under one harness")
     run.add_argument("tasks", nargs="+", type=Path, help="Harbor task directories")
-    run.add_argument(
-        "--harness", default="tmax", choices=["tmax", "terminus-2", "mini-swe-agent", "openhands"]
-    )
+    run.add_argument("--harness", default="tmax", choices=list(HARNESSES))
     run.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint (…/v1)")
     run.add_argument("--model", required=True, help="the served model id")
     run.add_argument("--api-key-env", help="environment variable holding the API key")
