@@ -43,12 +43,15 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-def schema_default(section: str, key: str) -> Any:
-    """The schema's default of ``<section>.<key>``: the one place a default is written
-    (typed settings objects take theirs from here)."""
-    node = schema()["properties"][section]["properties"][key]
+def schema_default(*path: str) -> Any:
+    """The schema's default of the key at ``path`` (``"rl", "sft", "steps"``): the one
+    place a default is written (typed settings objects take theirs from here)."""
+    root = schema()
+    node: Mapping[str, Any] = root
+    for key in path:
+        node = _resolve(node["properties"][key], root)
     if "default" not in node:
-        raise KeyError(f"the config schema gives {section}.{key} no default")
+        raise KeyError(f"the config schema gives {'.'.join(path)} no default")
     return copy.deepcopy(node["default"])
 
 

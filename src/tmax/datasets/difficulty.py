@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tmax.config import schema_default
 from tmax.evaluate.metrics import GroupSummary, summarize
 from tmax.evaluate.records import read_trial
 from tmax.evaluate.runner import plan_trials, run_trials
@@ -55,11 +56,11 @@ class DifficultySettings:
     """
 
     model: dict[str, Any] | None
-    harness: str = "tmax"
-    runs: int = 8
-    sample: int | None = None
-    concurrency: int = 2
-    engine: str = "transformers"
+    harness: str = schema_default("difficulty", "harness")
+    runs: int = schema_default("difficulty", "runs")
+    sample: int | None = schema_default("difficulty", "sample")
+    concurrency: int = schema_default("sandbox", "max_concurrency")
+    engine: str = schema_default("evaluation", "engine")
     backend: BackendName = field(default_factory=default_backend)
     budgets: dict[str, Any] = field(default_factory=dict)
     off_reason: str | None = None
@@ -74,14 +75,15 @@ class DifficultySettings:
         # Episode budgets: difficulty.<key> when set, else evaluation.<key>.
         budgets = {key: section.get(key, evaluation.get(key)) for key in HARNESS_SETTINGS}
         model, off_reason = _reference_model(section, config.get("models") or [])
-        concurrency = section.get("concurrency") or sandbox.get("max_concurrency") or 2
+        concurrency = (section.get("concurrency") or sandbox.get("max_concurrency")
+                       or cls.concurrency)  # fmt: skip
         return cls(
             model=model,
-            harness=str(section.get("harness", "tmax")),
-            runs=int(section.get("runs", 8)),
-            sample=section.get("sample"),
+            harness=str(section.get("harness", cls.harness)),
+            runs=int(section.get("runs", cls.runs)),
+            sample=section.get("sample", cls.sample),
             concurrency=int(concurrency),
-            engine=str(evaluation.get("engine", "transformers")),
+            engine=str(evaluation.get("engine", cls.engine)),
             backend=sandbox.get("backend") or default_backend(),
             budgets=budgets,
             off_reason=off_reason,

@@ -233,7 +233,7 @@ def evaluate_run(
         log.info("%s: %d of the benchmark's %d task(s) (evaluation.harness_max_tasks)",
                  harness, len(tasks), len(manifest["tasks"]))  # fmt: skip
     settings = settings_from_config(evaluation)
-    network = evaluation.get("network", "harbor")
+    network = evaluation["network"]  # run_settings always gives it (the schema default)
     seed = evaluation.get("seed")
     root = trials_dir(output.parent, settings, model, backend, network, seed)
     specs = plan_trials(

@@ -9,12 +9,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tmax.config import schema_default
 from tmax.generate.llm.prompts import prompts_fingerprint
 from tmax.sandbox import BackendName, default_backend
 
 BASE_URL_ENV = "TMAX_GENERATOR_BASE_URL"
 MODEL_ENV = "TMAX_GENERATOR_MODEL"
-DEFAULT_CACHE_DIR = "results/cache/llm"
+DEFAULT_CACHE_DIR: str = schema_default("generation", "llm", "cache_dir")
 GENERATOR_VERSION = "llm/1"
 
 
@@ -27,16 +28,16 @@ class LLMSettings:
     api_key_env: str | None = None
     concurrency: int = 8
     timeout_sec: float = 600.0
-    max_retries: int = 5
-    backoff_sec: float = 1.0
-    temperature: float = 0.7
-    max_tokens: int = 8192
-    build_retries: int = 3
-    cost_per_mtok_input: float = 0.0
-    cost_per_mtok_output: float = 0.0
+    max_retries: int = schema_default("generation", "llm", "max_retries")
+    backoff_sec: float = schema_default("generation", "llm", "backoff_sec")
+    temperature: float = schema_default("generation", "llm", "temperature")
+    max_tokens: int = schema_default("generation", "llm", "max_tokens")
+    build_retries: int = schema_default("generation", "max_build_retries")
+    cost_per_mtok_input: float = schema_default("generation", "llm", "cost_per_mtok_input")
+    cost_per_mtok_output: float = schema_default("generation", "llm", "cost_per_mtok_output")
     cache_dir: str = DEFAULT_CACHE_DIR
     sandbox_backend: BackendName = field(default_factory=default_backend)
-    sandbox_concurrency: int = 2
+    sandbox_concurrency: int = schema_default("sandbox", "max_concurrency")
 
     @classmethod
     def from_config(
@@ -68,8 +69,8 @@ class LLMSettings:
             temperature=float(llm.get("temperature", cls.temperature)),
             max_tokens=int(llm.get("max_tokens", cls.max_tokens)),
             build_retries=int(generation.get("max_build_retries", cls.build_retries)),
-            cost_per_mtok_input=float(llm.get("cost_per_mtok_input", 0.0)),
-            cost_per_mtok_output=float(llm.get("cost_per_mtok_output", 0.0)),
+            cost_per_mtok_input=float(llm.get("cost_per_mtok_input", cls.cost_per_mtok_input)),
+            cost_per_mtok_output=float(llm.get("cost_per_mtok_output", cls.cost_per_mtok_output)),
             cache_dir=str(llm.get("cache_dir", DEFAULT_CACHE_DIR)),
             sandbox_backend=sandbox.get("backend") or default_backend(),
             sandbox_concurrency=int(sandbox.get("max_concurrency", cls.sandbox_concurrency)),
