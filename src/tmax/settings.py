@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
-from tmax.config import ConfigError, schema, schema_default
+from tmax.config import ConfigError, schema_default
 
 if TYPE_CHECKING:
     from tmax.rl.trainer import RLSettings
@@ -27,20 +27,11 @@ Section = TypeVar("Section", bound="_Settings")
 def _default(*path: str) -> Any:
     """A field whose default is the schema's default of ``path`` (copied per object)."""
     value = schema_default(*path)
-    if _schema_type(path) == "number" and isinstance(value, int):
-        value = float(value)  # as RLSettings types it: 21600 is 21600.0
     if isinstance(value, list):
         return field(default=tuple(value))
     if isinstance(value, dict):
         return field(default_factory=lambda: dict(value))
     return field(default=value)
-
-
-def _schema_type(path: tuple[str, ...]) -> Any:
-    node: Mapping[str, Any] = schema()
-    for key in path:
-        node = node["properties"][key]
-    return node.get("type")
 
 
 @dataclass(frozen=True)
