@@ -6,6 +6,7 @@ These tests start real sandboxes. The first run builds the registry-free base im
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -484,3 +487,41 @@ def test_limits_come_from_task_toml() -> None:
     assert (limits.memory_mb, limits.cpus, limits.pids, limits.network) == (1024, 1.0, 256, False)
     assert Limits.from_task(read_task(FIXTURE_TASKS / "no-solution-prebuilt")).network is False
     assert Limits.from_task(read_task(LOG_TASK)).verifier_timeout_sec == 120.0
+
+
+def test_a_cgroup_whose_processes_die_slowly_is_still_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a loaded machine the killed processes of a sandbox can take more than a second
+    to leave its cgroup (removing it meanwhile fails with EBUSY); the cgroup must still
+    go, not stay behind with a warning. Here the first 1.5 s of kills are lost."""
+    from tmax.sandbox import bwrap
+
+    if os.geteuid() != 0:
+        pytest.skip("cgroups need root")
+    cgroup = bwrap.Cgroup(f"pytest-slow-exit-{uuid.uuid4().hex[:8]}")
+    cgroup.create(Limits())
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        for path in cgroup.dirs.values():
+            (path / "cgroup.procs").write_text(str(sleeper.pid))
+        assert cgroup.pids() == [sleeper.pid]
+        kill, lost_until = os.kill, time.monotonic() + 1.5
+
+        def slow_kill(pid: int, signum: int) -> None:
+            if time.monotonic() >= lost_until:
+                kill(pid, signum)
+
+        monkeypatch.setattr(bwrap.os, "kill", slow_kill)
+        reaper = threading.Thread(target=sleeper.wait)
+        reaper.start()
+        cgroup.remove()
+        reaper.join(timeout=10)
+        assert not [path for path in cgroup.dirs.values() if path.exists()]
+    finally:
+        monkeypatch.undo()
+        sleeper.kill()
+        sleeper.wait()
+        for path in cgroup.dirs.values():
+            with contextlib.suppress(OSError):
+                path.rmdir()

@@ -16,6 +16,7 @@ from a cgroup per sandbox (v1 or v2), joined before bwrap starts.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -55,6 +56,8 @@ log = logging.getLogger("tmax.sandbox.bwrap")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_GROUP = "tmax"
 CFS_PERIOD_US = 100_000
+CGROUP_REMOVE_SEC = 10.0
+"""How long a sandbox's cgroup is tried to be removed while the kernel still calls it busy."""
 
 
 class Cgroup:
@@ -118,24 +121,37 @@ class Cgroup:
         return sorted(found)
 
     def remove(self) -> None:
-        """Kill what is left in the cgroup, wait (up to a second) until it is empty,
-        then remove it. Polled from 1 ms up: killed processes are usually gone at once."""
-        deadline, pause = time.monotonic() + 1.0, 0.001
-        while remaining := self.pids():
-            for pid in remaining:
+        """Kill what is left in the cgroup and remove it once the kernel lets it go.
+        Polled from 1 ms up: killed processes are usually gone at once, but on a loaded
+        machine their exit (and, on v1, the cgroup's release) can take seconds, during
+        which removing it fails with EBUSY; it is tried again until
+        :data:`CGROUP_REMOVE_SEC` have passed."""
+        deadline, pause = time.monotonic() + CGROUP_REMOVE_SEC, 0.001
+        left = list(self.dirs.values())
+        while True:
+            for pid in self.pids():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            busy: list[tuple[Path, OSError]] = []
+            for path in left:
+                try:
+                    path.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError as error:
+                    if error.errno == errno.EBUSY:
+                        busy.append((path, error))
+                    else:
+                        log.warning("could not remove cgroup %s: %s", path, error)
+            if not busy:
+                return
             if time.monotonic() > deadline:
-                break
+                for path, error in busy:
+                    log.warning("could not remove cgroup %s: %s", path, error)
+                return
+            left = [path for path, _ in busy]
             time.sleep(pause)
-            pause = min(2 * pause, 0.02)
-        for path in self.dirs.values():
-            try:
-                path.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as error:
-                log.warning("could not remove cgroup %s: %s", path, error)
+            pause = min(2 * pause, 0.05)
 
 
 AGENT_CAPABILITIES = ("chown", "dac_override", "fowner", "fsetid", "kill", "net_bind_service",
