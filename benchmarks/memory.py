@@ -1,7 +1,7 @@
 """Training memory: the peak memory of one DPPO micro-batch at 4k and 16k tokens, with
 and without gradient checkpointing (``rl.gradient_checkpointing``), and the peak memory
 per rank of loading a model into DeepSpeed ZeRO-3 on 2 CPU ranks, with and without
-partitioned loading (:func:`tmax.rl.learner.load_partitioned`), and the peak memory per
+partitioned loading (:func:`tmax.rl.learners.learner.load_partitioned`), and the peak memory per
 rank of one 16k-token micro-batch split over 2 ranks (``rl.sequence_parallel_size``)
 against one process holding it whole, as ratios.
 
@@ -59,9 +59,9 @@ def run_case(tokens: int, checkpointing: bool, split: bool = False) -> dict[str,
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    from tmax.rl.learner import enable_gradient_checkpointing, init_distributed
+    from tmax.rl.learners.learner import enable_gradient_checkpointing, init_distributed
+    from tmax.rl.learners.sequence_parallel import sequence_groups, split_token_mixers
     from tmax.rl.loss import sequence_logprobs
-    from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
 
     torch.manual_seed(0)
     torch.set_num_threads(int(os.environ.get("TMAX_BENCH_THREADS", "2")))
@@ -212,7 +212,7 @@ def load_rank(model_dir: Path, partitioned: bool) -> dict[str, float]:
     import deepspeed.ops
     import torch
 
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed, load_partitioned
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed, load_partitioned
     from tmax.rl.stage import _load
 
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # see tests/rl/test_learner.py
@@ -300,7 +300,7 @@ def main() -> None:
         print(json.dumps(run_case(args.case[0], bool(args.case[1]))))
         return
     if args.load or args.sequence_rank:  # one rank of a process group
-        from tmax.rl.launch import leave_without_teardown
+        from tmax.rl.launch.ranks import leave_without_teardown
 
         if args.load:
             print(json.dumps(load_rank(Path(args.load[0]), bool(int(args.load[1])))))

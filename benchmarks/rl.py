@@ -35,10 +35,10 @@ from pathlib import Path
 import torch
 
 from tmax.models.tiny import ensure_tiny_model
-from tmax.rl.engine import TransformersEngine
-from tmax.rl.learner import LocalLearner
+from tmax.rl.engines.local import TransformersEngine
+from tmax.rl.episodes.rollout import Sample
+from tmax.rl.learners.learner import LocalLearner
 from tmax.rl.loss import group_advantages
-from tmax.rl.rollout import Sample
 from tmax.rl.trainer import Group, RLSettings, Trainer
 
 
@@ -131,7 +131,7 @@ def rollouts_vs_generate(model_dir: Path, repeats: int, new_tokens: int) -> None
 def episode_threads(model_dir: Path, repeats: int, new_tokens: int, threads: int) -> None:
     """``threads`` callers, one prompt per call, 4 calls each (turns): merged into
     batches by the engine against a lock that admits one call at a time."""
-    from tmax.rl.engine import RequestBatcher
+    from tmax.rl.engines.local import RequestBatcher
 
     prompts = [[11 + i, 200 + i, 37, 99, 5, 1000 + i] * 20 for i in range(threads)]
 
@@ -172,7 +172,7 @@ def episodes(engine: object, prompts: list[list[int]], new_tokens: int) -> None:
 
 
 def vllm_settings(model_dir: Path, **changes: object) -> object:
-    from tmax.rl.remote import EngineSettings
+    from tmax.rl.engines.remote import EngineSettings
 
     return EngineSettings(**{"model_dir": str(model_dir), "dtype": "float32",
                              "max_model_len": 2048, "weight_transfer": "tmax_gloo",
@@ -181,8 +181,8 @@ def vllm_settings(model_dir: Path, **changes: object) -> object:
 
 @contextmanager
 def vllm_engine(model_dir: Path, count: int = 1, **changes: object) -> Iterator[object]:
-    """``count`` real vLLM servers over ``model_dir`` (tmax.rl.remote) and the engine."""
-    from tmax.rl.remote import VLLMEngine, local_servers, read_key
+    """``count`` real vLLM servers over ``model_dir`` (tmax.rl.engines.remote) and the engine."""
+    from tmax.rl.engines.remote import VLLMEngine, local_servers, read_key
 
     settings = vllm_settings(model_dir, **changes)
     with (

@@ -38,7 +38,8 @@ from tmax.generate.procedural import render_task  # noqa: E402
 from tmax.models.tiny import build_tiny_qwen3  # noqa: E402
 from tmax.models.toolcalls import parse_completion  # noqa: E402
 from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation  # noqa: E402
-from tmax.rl.stage import _load, harness_settings  # noqa: E402
+from tmax.rl.stage import _load  # noqa: E402
+from tmax.settings import RLSection  # noqa: E402
 from tmax.taxonomy.model import load_taxonomy  # noqa: E402
 from tmax.taxonomy.sampler import SamplerSettings, sample_spec  # noqa: E402
 
@@ -91,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    settings = harness_settings(config["rl"])
+    settings = RLSection.of(config["rl"]).harness()
     tasks = easy_tasks(args.tasks, args.seed)
     heldout, train = tasks[: args.heldout], tasks[args.heldout :]
     with tempfile.TemporaryDirectory() as tmp:

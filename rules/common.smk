@@ -187,7 +187,7 @@ def rl_plan_gate(wildcards):
     training run's inputs, and Snakemake's rerun decisions, stay as they were."""
     name = wildcards.model
     if name not in _PLAN_GATES:
-        from tmax.rl.plan import PlanError, check_model_cached
+        from tmax.rl.launch.plan import PlanError, check_model_cached
 
         try:
             check_model_cached(config, name)

@@ -59,7 +59,7 @@ rule sft_control:
 
 
 rule rl_plan:
-    """The memory plan of a model's layout (tmax.rl.plan), on the submitting machine.
+    """The memory plan of a model's layout (tmax.rl.launch.plan), on the submitting machine.
     rl_train needs it only when the plan does not fit (rl_plan_gate): then this job
     fails, naming the knob, before the training job asks Slurm for nodes."""
     output:

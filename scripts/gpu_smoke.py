@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """GPU smoke test of the RL stack on one GPU, through the path training uses: vLLM's own
-server from the vLLM environment (tmax.rl.remote), FP32 LM head on both sides, a ZeRO-3
+server from the vLLM environment (tmax.rl.engines.remote), FP32 LM head on both sides, a ZeRO-3
 step, the weight push through vLLM's weight-transfer API.
 
 Needs one CUDA GPU, the main environment with deepspeed (``./setup.sh``) and the vLLM
@@ -8,7 +8,7 @@ environment ``setup.sh`` builds (``.venv-vllm``, or ``TMAX_VLLM_PYTHON``). Stage
 timed, each reported even when an earlier one failed (what can still run, runs):
 
 1. ``vllm_engine`` / ``vllm_generate``: one vLLM server (bf16, FP32 LM head) samples
-   completions of token-id prompts through :class:`tmax.rl.remote.VLLMEngine`, with each
+   completions of token-id prompts through :class:`tmax.rl.engines.remote.VLLMEngine`, with each
    sampled token's log-prob μ (the behaviour probability the DPPO mask compares against).
 2. ``trainer_logprobs``: the trainer's forward (``tmax.rl.loss.sequence_logprobs``) scores the
    same tokens with a bf16 body and the LM head in FP32, then in bf16, plus an all-FP32 model
@@ -16,8 +16,8 @@ timed, each reported even when an earlier one failed (what can still run, runs):
    ``packing``: the same completions end to end in one row (``rl.packing``) score as they
    do right-padded, within twice what the bf16 body itself differs from the FP32 model.
 3. ``zero3_step``: one DeepSpeed ZeRO-3 step (world size 1, NCCL, bf16) through
-   ``tmax.rl.learner.DeepSpeedLearner``; ``push_weights``: its weights streamed into the
-   server bucket by bucket as training pushes them (``tmax.rl.streaming.stream_weights``
+   ``tmax.rl.learners.learner.DeepSpeedLearner``; ``push_weights``: its weights streamed into the
+   server bucket by bucket as training pushes them (``tmax.rl.weights.streaming.stream_weights``
    into ``VLLMEngine.weight_sink``, 1 MiB buckets: gloo here, one GPU cannot hold a NCCL
    group of two processes; ``tmax_nccl`` between nodes); ``generate_after_push``: the server's μ on
    fresh samples now agrees with the updated trainer; ``shutdown``: no vLLM process is left.
@@ -418,12 +418,12 @@ def trainer_logprobs(args: argparse.Namespace, state: dict[str, Any], report: Re
 
 
 def packing(args: argparse.Namespace, state: dict[str, Any], report: Report) -> None:
-    """The completions as one packed row (tmax.rl.packing), against the padded batch."""
+    """The completions as one packed row (tmax.rl.learners.packing), against the padded batch."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    from tmax.rl.learners.packing import enable_packing
     from tmax.rl.loss import sequence_logprobs
-    from tmax.rl.packing import enable_packing
 
     device = torch.device(args.device)
     rollouts: list[Rollout] = state.get("rollouts") or state["hf_rollouts"]
@@ -461,7 +461,7 @@ def zero3_step(args: argparse.Namespace, state: dict[str, Any], report: Report) 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed
     from tmax.rl.loss import sequence_logprobs
 
     device = torch.device(args.device)
@@ -545,7 +545,7 @@ def start_engine(args: argparse.Namespace, state: dict[str, Any], report: Report
     """One vLLM server over the model, as rank 0 starts it beside itself."""
     import tempfile
 
-    from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
+    from tmax.rl.engines.remote import EngineSettings, VLLMEngine, local_servers, read_key
 
     on_gpu = args.device.startswith("cuda")
     options: dict[str, Any] = {"gpu_memory_utilization": args.gpu_memory_utilization}
@@ -571,8 +571,8 @@ def start_engine(args: argparse.Namespace, state: dict[str, Any], report: Report
 def push_weights(state: dict[str, Any], report: Report) -> None:
     """The ZeRO-3 step's weights into the server, the way training pushes them: streamed
     from the learner bucket by bucket (the next gathered while one is sent)."""
-    from tmax.rl.streaming import specs_of, stream_weights
-    from tmax.rl.weight_transfer import buckets
+    from tmax.rl.weights.streaming import specs_of, stream_weights
+    from tmax.rl.weights.transfer import buckets
 
     engine, learner = state["engine"], state["learner"]
     limit = engine.settings.bucket_bytes
@@ -622,7 +622,7 @@ def generate_after_push(args: argparse.Namespace, state: dict[str, Any], report:
 
 EXIT_GRACE_S = 30.0
 """How long the server's processes may take to exit once it is closed."""
-VLLM_COMMANDS = (b"VLLM::", b"vllm.entrypoints", b"tmax.rl.remote")
+VLLM_COMMANDS = (b"VLLM::", b"vllm.entrypoints", b"tmax.rl.engines.remote")
 """What the command line of an engine server's process holds: vLLM's engine core and
 workers, its API server, and our supervisor."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from tmax.logs import setup_logging
-from tmax.rl.plan import write_plan
+from tmax.rl.launch.plan import write_plan
 
 setup_logging(snakemake.log[0])
 write_plan(

@@ -12,12 +12,13 @@ from tests.generate.test_imports import SRC, import_graph, strongly_connected
 
 KNOWN_CYCLES_THROUGH_FUNCTIONS = {
     # the dataset registry imports its readers when first asked; each reader
-    # registers itself with the registry
+    # registers itself with the registry. Both sides are hashed byte for byte into
+    # converter_fingerprint, so moving the lookup out reconverts every dataset.
     "tmax.datasets.base",
-    # an audit by family name looks the family up in the registered families
+    # an audit by family name looks the family up in the registered families; audit.py
+    # and procedural.py are hashed into generator_fingerprint, so moving it regenerates
+    # every task (and retrains every model).
     "tmax.generate.audit",
-    # the launcher runs each rank's loop, which stage.py holds (issue 52: rl/ folders)
-    "tmax.rl.launch",
 }
 """One module of each remaining cycle (its members: the test's message)."""
 
@@ -33,8 +34,9 @@ def test_tmax_imports_no_module_in_a_cycle() -> None:
 
 
 def test_imports_in_functions_close_only_the_known_cycles() -> None:
-    """Sandboxes (episode, preflight, the backends, the red team) and the model
-    clients are free of cycles, the imports in their functions included."""
+    """Sandboxes (episode, preflight, the backends, the red team), the model clients and
+    RL (the launcher starts ``python -m tmax.rl.stage``; it does not import the stage
+    back) are free of cycles, the imports in their functions included."""
     components = _components(in_functions=True)
     found = {module for c in components for module in c if module in KNOWN_CYCLES_THROUGH_FUNCTIONS}
     new = [c for c in components if not set(c) & KNOWN_CYCLES_THROUGH_FUNCTIONS]
@@ -43,4 +45,6 @@ def test_imports_in_functions_close_only_the_known_cycles() -> None:
         f"gone, strike them off: {sorted(KNOWN_CYCLES_THROUGH_FUNCTIONS - found)}"
     )
     for component in components:
-        assert not any(m.startswith(("tmax.sandbox", "tmax.models")) for m in component), component
+        assert not any(
+            m.startswith(("tmax.sandbox", "tmax.models", "tmax.rl")) for m in component
+        ), component

@@ -25,7 +25,7 @@ def restore_logging() -> Iterator[None]:
 def test_request_lines_reach_the_log_file_and_not_the_console(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # tmax.rl.remote, once imported, keeps the RL jobs' httpx2 lines out of their logs
+    # tmax.rl.engines.remote, once imported, keeps the RL jobs' httpx2 lines out of their logs
     # too (one per rollout turn); here the logger is as a job without it has it
     monkeypatch.setattr(logging.getLogger("httpx2"), "level", logging.NOTSET)
     log = tmp_path / "job.log"

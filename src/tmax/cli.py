@@ -257,10 +257,11 @@ def _merged_config(paths: Sequence[Path]) -> dict:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    """The memory plan of each trained model's layout (tmax.rl.plan); 1 when one does not fit."""
+    """The memory plan of each trained model's layout (tmax.rl.launch.plan); 1 when one
+    does not fit."""
     import json
 
-    from tmax.rl.plan import format_plan, plan_config
+    from tmax.rl.launch.plan import format_plan, plan_config
 
     config = _merged_config(args.configfile or [Path("configs/paper.yaml")])
     # DeepSpeed logs to stdout when imported; keep stdout for the plan (e.g. --json).

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 from tmax.config import ConfigError, schema_default
 
 if TYPE_CHECKING:
+    from tmax.harness import HarnessSettings
     from tmax.rl.trainer import RLSettings
 
 Section = TypeVar("Section", bound="_Settings")
@@ -170,6 +171,21 @@ class RLSection(_Settings):
         from tmax.rl.trainer import RLSettings
 
         return RLSettings.from_config(self.asdict(), seed=seed)
+
+    def harness(self) -> HarnessSettings:
+        """The episode budgets of RL rollouts (and of the SFT prompts, which only use
+        max_tool_calls: it is written into the task prompt)."""
+        from tmax.harness import HarnessSettings
+
+        return HarnessSettings(
+            max_tool_calls=self.max_tool_calls,
+            max_turn_tokens=self.max_turn_tokens,
+            max_total_tokens=self.max_total_tokens,
+            temperature=self.temperature,
+            interleaved_thinking=True,
+            max_format_errors=self.max_format_errors,
+            command_timeout_sec=float(self.command_timeout_sec),
+        )
 
 
 RLValues: TypeAlias = "RLSection | Mapping[str, Any]"

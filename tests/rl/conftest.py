@@ -37,7 +37,7 @@ def tokenizer(model_dir: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def engine(model_dir: Path, tokenizer: Any) -> Any:
-    from tmax.rl.engine import TransformersEngine
+    from tmax.rl.engines.local import TransformersEngine
 
     return TransformersEngine(model_dir, tokenizer)
 
@@ -67,7 +67,7 @@ def vllm_pair(
     """Two real vLLM servers over the tiny Qwen3 (fp32, tied embeddings), shared by the
     vLLM tests of the whole session (each start costs about a minute on 2 cores). The
     last test of tests/rl/test_remote.py kills the second one."""
-    from tmax.rl.remote import EngineSettings, VLLMEngine, local_servers, read_key
+    from tmax.rl.engines.remote import EngineSettings, VLLMEngine, local_servers, read_key
 
     model = ensure_tiny_model("tiny-rl", parent=tmp_path_factory.getbasetemp() / "tiny-models")
     # 1 MiB buckets: every push of the 5 MB model streams in several (rl.push_bucket_mb)

@@ -18,11 +18,11 @@ import pytest
 import torch
 
 from tests.rl.ranks import run_ranks
-from tmax.rl.collective import balanced_shards
-from tmax.rl.engine import TransformersEngine
-from tmax.rl.learner import LocalLearner
-from tmax.rl.packing import enable_packing
-from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
+from tmax.rl.engines.local import TransformersEngine
+from tmax.rl.launch.collective import balanced_shards
+from tmax.rl.learners.learner import LocalLearner
+from tmax.rl.learners.packing import enable_packing
+from tmax.rl.learners.sequence_parallel import sequence_groups, split_token_mixers
 from tmax.rl.trainer import RLSettings, Trainer
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
@@ -80,7 +80,7 @@ class SlowEnv:
 def run_slow_worker(out: Path) -> None:
     """Rank 0 collects each step's groups for longer than the training group's timeout
     (COLLECTIVE_TIMEOUT_S); the other rank waits for it on the control group."""
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed
 
     where = init_distributed(timeout_s=COLLECTIVE_TIMEOUT_S)
     main = where.rank == 0
@@ -99,7 +99,7 @@ def run_sigterm_worker(out: Path) -> None:
     import threading
 
     from tests.rl.test_trainer import StuckEnv
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed
 
     where = init_distributed(timeout_s=30.0)
     main = where.rank == 0
@@ -133,7 +133,7 @@ def run_push_failure_worker(out: Path) -> None:
     """Rank 0's weight push fails at the second step (an engine server died): every
     rank checkpoints that step and stops; fresh trainers resume to the end."""
     from tests.rl.test_trainer import PushFailsEngine
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed
 
     where = init_distributed(timeout_s=30.0)
     main = where.rank == 0
@@ -166,7 +166,7 @@ def run_rank0_dies_worker(out: Path) -> None:
     within the groups' timeouts instead of waiting for the job's time limit."""
     import os
 
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed
 
     where = init_distributed(timeout_s=COLLECTIVE_TIMEOUT_S)
     main = where.rank == 0
@@ -208,7 +208,7 @@ def run_worker(out: Path) -> None:
     torch.set_num_threads(1)
     import deepspeed.ops
 
-    from tmax.rl.learner import DeepSpeedLearner, init_distributed
+    from tmax.rl.learners.learner import DeepSpeedLearner, init_distributed
 
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # see test_learner.py
     if (out / "slow").exists():
@@ -370,6 +370,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="one rank of the distributed trainer test")
     parser.add_argument("--worker", type=Path, required=True, help="output folder")
     run_worker(parser.parse_args().worker)
-    from tmax.rl.launch import leave_without_teardown
+    from tmax.rl.launch.ranks import leave_without_teardown
 
     leave_without_teardown(0)  # as a real rank ends: gloo's teardown can abort

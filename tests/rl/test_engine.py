@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tmax.rl.engine import (
+from tmax.rl.engines.local import (
     Generation,
     RequestBatcher,
     Row,

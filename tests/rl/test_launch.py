@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tmax.rl.launch import Layout, Placement, placement, rank_log_tails, split_nodes, srun_command
+from tmax.rl.launch.ranks import (
+    Layout,
+    Placement,
+    placement,
+    rank_log_tails,
+    split_nodes,
+    srun_command,
+)
 
 BATCH_STEP = {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "2", "SLURM_PROCID": "0",
               "SLURM_JOB_NUM_NODES": "2"}  # fmt: skip
@@ -44,7 +51,7 @@ def test_srun_starts_ranks_per_node_on_every_node(tmp_path: Path) -> None:
     assert command[:7] == ["srun", "--nodes=2", "--ntasks=16", "--ntasks-per-node=8",
                            "--relative=0", "--kill-on-bad-exit=1", "--cpu-bind=none"]  # fmt: skip
     assert f"--output={tmp_path / 'logs' / 'rank%t.log'}" in command
-    assert command[-3:] == ["-m", "tmax.rl.launch", str(tmp_path / "launch.json")]
+    assert command[-3:] == ["-m", "tmax.rl.stage", str(tmp_path / "launch.json")]
     with pytest.raises(ValueError, match="at least one node"):
         srun_command(tmp_path / "launch.json", nodes=2, ranks_per_node=0, log_dir=tmp_path)
 
@@ -59,11 +66,11 @@ def test_a_failed_launch_quotes_every_rank_log(tmp_path: Path) -> None:
 
 def test_engine_servers_start_on_the_nodes_after_the_training_ones(tmp_path: Path) -> None:
     command = srun_command(tmp_path / "server.json", nodes=6, ranks_per_node=8,
-                           log_dir=tmp_path, relative=2, module="tmax.rl.remote",
+                           log_dir=tmp_path, relative=2, module="tmax.rl.engines.remote",
                            log_name="engine%t.log", python="python")  # fmt: skip
     assert "--relative=2" in command and "--ntasks=48" in command
     assert f"--output={tmp_path / 'engine%t.log'}" in command
-    assert command[-2:] == ["tmax.rl.remote", str(tmp_path / "server.json")]
+    assert command[-2:] == ["tmax.rl.engines.remote", str(tmp_path / "server.json")]
 
 
 @pytest.mark.parametrize(
@@ -99,7 +106,7 @@ def test_engine_servers_that_die_stop_training_unless_they_were_told_to_exit(
 ) -> None:
     import subprocess
 
-    from tmax.rl.launch import _wait_for_ranks
+    from tmax.rl.launch.ranks import _wait_for_ranks
 
     def steps() -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
         ranks = subprocess.Popen(["sleep", "3"])

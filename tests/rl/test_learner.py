@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.rl.ranks import free_port, run_ranks  # noqa: E402
-from tmax.rl.learner import (  # noqa: E402
+from tmax.rl.learners.learner import (  # noqa: E402
     DEEPSPEED_TAG,
     Learner,
     LocalLearner,
@@ -297,7 +297,7 @@ def run_worker(out: Path) -> None:
     torch.set_num_threads(1)
     import deepspeed.ops
 
-    from tmax.rl.learner import DeepSpeedLearner
+    from tmax.rl.learners.learner import DeepSpeedLearner
 
     # DeepSpeed's CPU communication backend JIT-compiles a shared-memory all-reduce (about
     # 2 minutes with g++ on a fresh machine) that only tensor-parallel inference uses; ZeRO
@@ -332,7 +332,7 @@ def run_worker(out: Path) -> None:
     after_two = learner.full_state_dict()
 
     # Loading a checkpoint partitioned: no rank ever materialises a whole parameter.
-    from tmax.rl.learner import load_partitioned
+    from tmax.rl.learners.learner import load_partitioned
 
     loaded, keep = load_partitioned(out / "model", lr=LR, bf16=False)
     local_elements = sum(p.numel() for p in loaded.parameters())
@@ -407,6 +407,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="one rank of the DeepSpeed learner test")
     parser.add_argument("--worker", type=Path, required=True, help="output folder")
     run_worker(parser.parse_args().worker)
-    from tmax.rl.launch import leave_without_teardown
+    from tmax.rl.launch.ranks import leave_without_teardown
 
     leave_without_teardown(0)  # as a real rank ends: gloo's teardown can abort

@@ -18,14 +18,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.rl.test_sequence_parallel import VOCAB, tiny  # noqa: E402
-from tmax.rl.loss import sequence_logprobs  # noqa: E402
-from tmax.rl.packing import (  # noqa: E402
+from tmax.rl.learners.packing import (  # noqa: E402
     enable_packing,
     pack_rows,
     packed_positions,
     scoring_mask,
     segment_bounds,
 )
+from tmax.rl.loss import sequence_logprobs  # noqa: E402
 
 LENGTHS = (13, 8, 11, 1, 70)
 """Episodes of the packed row: one of a single token (scores nothing), one past the
@@ -80,7 +80,7 @@ def test_positions_restart_and_each_episodes_last_position_scores_nothing() -> N
 
 
 def test_a_sequence_group_slices_the_packed_positions() -> None:
-    from tmax.rl.sequence_parallel import SequenceShard
+    from tmax.rl.learners.sequence_parallel import SequenceShard
 
     segments = torch.tensor([3, 4])  # 7 tokens over 3 ranks: 9 slots, 2 of padding
     row = torch.arange(2, 9).unsqueeze(0)
@@ -98,7 +98,7 @@ def test_a_packed_row_scores_each_episode_as_if_alone(kind: str, checkpointing: 
     model = tiny(kind)
     enable_packing(model)
     if checkpointing:
-        from tmax.rl.learner import enable_gradient_checkpointing
+        from tmax.rl.learners.learner import enable_gradient_checkpointing
 
         model.train()
         enable_gradient_checkpointing(model)
@@ -143,8 +143,8 @@ def test_packing_refuses_what_it_cannot_cut() -> None:
 
 def update(pack: bool, run_dir: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], int]:
     """One DPPO update of the test's episodes through the trainer, packed or padded."""
-    from tmax.rl.learner import LocalLearner, enable_gradient_checkpointing
-    from tmax.rl.rollout import Sample
+    from tmax.rl.episodes.rollout import Sample
+    from tmax.rl.learners.learner import LocalLearner, enable_gradient_checkpointing
     from tmax.rl.trainer import RLSettings, Trainer, micro_batches
 
     model = tiny("qwen3_5")

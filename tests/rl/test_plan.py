@@ -1,4 +1,4 @@
-"""The memory plan (tmax.rl.plan, `tmax plan`): DeepSpeed's own model-state figures,
+"""The memory plan (tmax.rl.launch.plan, `tmax plan`): DeepSpeed's own model-state figures,
 exact parameter counts, the paper's layouts, a measured CPU micro-batch, the CLI and
 the check that stops the DAG."""
 
@@ -18,7 +18,7 @@ from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
 from tests.conftest import ROOT
 from tmax.cli import main as tmax_main
 from tmax.config import load_config
-from tmax.rl.plan import (
+from tmax.rl.launch.plan import (
     GIB,
     Architecture,
     Check,

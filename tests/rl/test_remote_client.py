@@ -12,7 +12,12 @@ from typing import ClassVar
 
 import pytest
 
-from tmax.rl.remote import NONFINITE_ANSWER, NONFINITE_RETRIES, EngineClient, EngineServerError
+from tmax.rl.engines.remote import (
+    NONFINITE_ANSWER,
+    NONFINITE_RETRIES,
+    EngineClient,
+    EngineServerError,
+)
 
 
 class Completions(BaseHTTPRequestHandler):

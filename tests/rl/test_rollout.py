@@ -22,8 +22,8 @@ from tests.sandbox.test_sandbox import _available
 from tmax.harness import HarnessSettings
 from tmax.harness.base import bash_tool, single_bash_command
 from tmax.models.client import Completion, ContextLengthExceeded, Message
-from tmax.rl.engine import Generation, TransformersEngine
-from tmax.rl.rollout import (
+from tmax.rl.engines.local import Generation, TransformersEngine
+from tmax.rl.episodes.rollout import (
     EpisodeCancelled,
     Sample,
     TemplateNotIncremental,
@@ -400,7 +400,7 @@ class SabotagedEngine(ScriptedEngine):
 @pytest.fixture
 def boxes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The sandboxes the rollouts open, in order (they stay usable until closed)."""
-    from tmax.rl import rollout as rollout_module
+    from tmax.rl.episodes import rollout as rollout_module
 
     opened: list[Any] = []
     real = rollout_module.sandbox_for_task
@@ -483,7 +483,7 @@ def test_closing_the_environment_removes_the_sandboxes_of_abandoned_episodes() -
     reason = _available("bwrap")
     if reason:
         pytest.skip(reason)
-    from tmax.rl.environments import TaskEnvironment
+    from tmax.rl.episodes.environments import TaskEnvironment
     from tmax.sandbox.episode import sandbox_for_task
 
     task = FIXTURE_TASKS / "count-error-lines"

@@ -22,12 +22,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests.rl.ranks import run_ranks  # noqa: E402
-from tmax.rl.loss import sequence_logprobs  # noqa: E402
-from tmax.rl.sequence_parallel import (  # noqa: E402
+from tmax.rl.learners.sequence_parallel import (  # noqa: E402
     SequenceShard,
     sequence_groups,
     split_token_mixers,
 )
+from tmax.rl.loss import sequence_logprobs  # noqa: E402
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
 WORLD_SIZE = 2
@@ -88,7 +88,7 @@ def loss_and_grads(
 def reference(kind: str, checkpointing: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     model = tiny(kind)
     if checkpointing:
-        from tmax.rl.learner import enable_gradient_checkpointing
+        from tmax.rl.learners.learner import enable_gradient_checkpointing
 
         model.train()
         enable_gradient_checkpointing(model)
@@ -132,8 +132,8 @@ def packed_grads(
 
 def packed_model(shard: SequenceShard | None) -> torch.nn.Module:
     """The Qwen3.5 hybrid packed, with gradient checkpointing (and split over ``shard``)."""
-    from tmax.rl.learner import enable_gradient_checkpointing
-    from tmax.rl.packing import enable_packing
+    from tmax.rl.learners.learner import enable_gradient_checkpointing
+    from tmax.rl.learners.packing import enable_packing
 
     model = tiny("qwen3_5")
     if shard is not None:
@@ -218,7 +218,7 @@ def test_two_ranks_splitting_each_sequence_match_one_process(tmp_path: Path) -> 
 
 
 def samples() -> tuple[list[Any], list[float]]:
-    from tmax.rl.rollout import Sample
+    from tmax.rl.episodes.rollout import Sample
 
     ids, _, response = batch()
     rows = []
@@ -241,7 +241,7 @@ def update_with(learner: Any, shard: SequenceShard | None, run_dir: Path) -> dic
 
 
 def local_update(run_dir: Path) -> dict[str, Any]:
-    from tmax.rl.learner import LocalLearner, enable_gradient_checkpointing
+    from tmax.rl.learners.learner import LocalLearner, enable_gradient_checkpointing
 
     model = tiny("qwen3_5")
     enable_gradient_checkpointing(model)
@@ -255,7 +255,11 @@ def local_update(run_dir: Path) -> dict[str, Any]:
 
 
 def run_worker(out: Path) -> None:
-    from tmax.rl.learner import DeepSpeedLearner, enable_gradient_checkpointing, init_distributed
+    from tmax.rl.learners.learner import (
+        DeepSpeedLearner,
+        enable_gradient_checkpointing,
+        init_distributed,
+    )
 
     torch.set_num_threads(1)
     rank = init_distributed(timeout_s=120).rank
@@ -293,6 +297,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="one rank of the sequence-parallel test")
     parser.add_argument("--worker", type=Path, required=True, help="output folder")
     run_worker(parser.parse_args().worker)
-    from tmax.rl.launch import leave_without_teardown
+    from tmax.rl.launch.ranks import leave_without_teardown
 
     leave_without_teardown(0)  # as a real rank ends: gloo's teardown can abort

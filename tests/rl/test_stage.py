@@ -93,7 +93,7 @@ def test_snapshots_hold_the_given_weights_in_the_checkpoint_dtype(tmp_path: Path
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from tmax.models.tiny import ensure_tiny_model
-    from tmax.rl.learner import LocalLearner
+    from tmax.rl.learners.learner import LocalLearner
     from tmax.rl.stage import save_weights
 
     source = ensure_tiny_model(parent=tmp_path)

@@ -1,4 +1,4 @@
-"""The weights after a step, streamed bucket by bucket (tmax.rl.streaming): every weight
+"""The weights after a step, streamed bucket by bucket (tmax.rl.weights.streaming): every weight
 once, at most two buckets held, a failure mid-stream that still finishes the walk, and
 snapshots written shard by shard and swapped in whole. The ZeRO-3 ranks' side runs in
 tests/rl/test_distributed_trainer.py (every push and snapshot there streams); a real vLLM
@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from tests.rl.test_trainer import tiny_model
-from tmax.rl.learner import LocalLearner
-from tmax.rl.streaming import SnapshotSink, StateDictSink, specs_of, stream_weights
-from tmax.rl.weight_transfer import ALIGN, TensorSpec, buckets
+from tmax.rl.learners.learner import LocalLearner
+from tmax.rl.weights.streaming import SnapshotSink, StateDictSink, specs_of, stream_weights
+from tmax.rl.weights.transfer import ALIGN, TensorSpec, buckets
 
 LIMIT = 4096
 """Bytes per bucket: the tiny model streams in a few dozen."""

@@ -16,13 +16,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen3Config
 
-from tmax.rl.engine import Engine, TransformersEngine
-from tmax.rl.environments import TargetTokenEnvironment
-from tmax.rl.learner import LocalLearner
+from tmax.rl.engines.local import Engine, TransformersEngine
+from tmax.rl.episodes.environments import TargetTokenEnvironment
+from tmax.rl.episodes.rollout import Sample
+from tmax.rl.learners.learner import LocalLearner
 from tmax.rl.loss import group_advantages
-from tmax.rl.rollout import Sample
-from tmax.rl.streaming import StateDictSink, WeightSink
 from tmax.rl.trainer import Group, RLSettings, Trainer, TrainerState, VersionLock
+from tmax.rl.weights.streaming import StateDictSink, WeightSink
 
 VOCAB = 16
 
@@ -265,6 +265,35 @@ def test_resume_gives_the_same_next_step_as_an_uninterrupted_run(tmp_path: Path)
     )
 
 
+def test_a_checkpoint_written_before_the_folders_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``trainer.pt`` whose queued groups name ``tmax.rl.rollout.Sample`` (where it lived
+    before rl/ had folders) loads: the interrupted run of an older version resumes."""
+    import sys
+
+    from tmax.rl.episodes import rollout
+
+    first = make_trainer(tmp_path, target_env(), steps=2, checkpoint_every=2)
+    first.train()
+    path = first.latest_checkpoint() / "trainer.pt"
+    saved = torch.load(path, weights_only=False)
+    sample = Sample("p0", [1, 2, 3, 7], [0, 0, 0, 1], [0.0, 0.0, 0.0, -2.5], 1.0, 2, "completed",
+                    0, 1, 1)  # fmt: skip
+    saved["state"].pending = [Group("p0", [sample], policy_version=2, data_index=8)]
+    with monkeypatch.context() as old_layout:
+        old_layout.setattr(Sample, "__module__", "tmax.rl.rollout")
+        old_layout.setitem(sys.modules, "tmax.rl.rollout", rollout)
+        torch.save(saved, path)
+    assert b"tmax.rl.rollout" in path.read_bytes()
+    assert "tmax.rl.rollout" not in sys.modules
+
+    second = make_trainer(tmp_path, target_env(), steps=4, checkpoint_every=2)
+    assert second.resume() and second.state.step == 2
+    [group] = second.state.pending
+    assert group.samples == [sample] and type(group.samples[0]) is Sample
+
+
 class StuckEnv:
     """The target environment, except that groups from data position ``stuck_from`` on
     hang (a command that cannot be interrupted) until ``release`` is set. Half a second
@@ -485,7 +514,7 @@ def test_snapshots_are_taken_at_their_steps_before_the_checkpoint(tmp_path: Path
 def test_gradient_checkpointing_recomputes_layers_and_keeps_the_gradient() -> None:
     """rl.gradient_checkpointing: the same gradient, with every decoder layer run again in
     the backward pass (its activations were not kept)."""
-    from tmax.rl.learner import enable_gradient_checkpointing
+    from tmax.rl.learners.learner import enable_gradient_checkpointing
     from tmax.rl.loss import sequence_logprobs
 
     ids = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8]])

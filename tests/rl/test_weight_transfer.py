@@ -1,4 +1,4 @@
-"""The weight-transfer wire format (tmax.rl.weight_transfer): byte buckets any dtype can
+"""The weight-transfer wire format (tmax.rl.weights.transfer): byte buckets any dtype can
 be read back from, a sender that refuses tensors the receivers do not expect, and a real
 gloo broadcast between two ranks (the vLLM side: tests/rl/test_remote.py)."""
 
@@ -9,7 +9,7 @@ import threading
 import pytest
 import torch
 
-from tmax.rl import weight_transfer as wt
+from tmax.rl.weights import transfer as wt
 
 
 def weights() -> dict[str, torch.Tensor]:

@@ -16,8 +16,8 @@ from datetime import timedelta
 import pytest
 
 from tests.conftest import ROOT
-from tmax.rl.launch import port_is_free, rendezvous_env, rendezvous_port
-from tmax.rl.learner import RENDEZVOUS_KEY, distributed_env, init_distributed
+from tmax.rl.launch.ranks import port_is_free, rendezvous_env, rendezvous_port
+from tmax.rl.learners.learner import RENDEZVOUS_KEY, distributed_env, init_distributed
 
 EPHEMERAL = range(32768, 61000)
 """Linux's default range of ports lent to outgoing connections."""
@@ -126,15 +126,15 @@ def test_a_rank_refuses_the_rendezvous_of_another_attempt() -> None:
 
 RANK = """
 import logging
-from tmax.rl.launch import leave_without_teardown
-from tmax.rl.learner import init_distributed
+from tmax.rl.launch.ranks import leave_without_teardown
+from tmax.rl.learners.learner import init_distributed
 logging.basicConfig(level=logging.INFO)
 import torch, torch.distributed as dist
 where = init_distributed(backend="gloo", timeout_s=60)
 value = torch.tensor([where.rank + 1])
 dist.all_reduce(value)
 print(f"rank {where.rank}: {value.item()}", flush=True)
-leave_without_teardown(0)  # as tmax.rl.launch ends: gloo's teardown can abort (-6)
+leave_without_teardown(0)  # as tmax.rl.launch.ranks ends: gloo's teardown can abort (-6)
 """
 
 
@@ -153,11 +153,11 @@ def test_the_ranks_of_one_attempt_meet_at_the_port_the_launcher_chose() -> None:
 
 
 def test_a_finished_rank_leaves_with_its_status_and_its_logs() -> None:
-    """Without native teardown (:func:`tmax.rl.launch.leave_without_teardown`), but with
+    """Without native teardown (:func:`tmax.rl.launch.ranks.leave_without_teardown`), but with
     everything written: buffered output and log records reach the file."""
     script = (
         "import logging, sys\n"
-        "from tmax.rl.launch import leave_without_teardown\n"
+        "from tmax.rl.launch.ranks import leave_without_teardown\n"
         "logging.basicConfig(stream=sys.stdout)\n"
         "print('buffered', end='')\n"
         "logging.getLogger('tmax').warning('logged')\n"

@@ -29,7 +29,7 @@ from tests.conftest import ROOT
 from tests.rl.processes import processes_naming, running, server_processes
 from tests.slurm.cluster import LocalSlurm, fit_profile, missing_requirements
 from tests.workflow.test_snakemake import copy_workflow, edit_config, planned_jobs, snakemake
-from tmax.rl.remote import address_file
+from tmax.rl.engines.remote import address_file
 from tmax.sandbox.base import LABEL
 from tmax.sandbox.storage import sandbox_root
 

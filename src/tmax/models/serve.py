@@ -128,7 +128,7 @@ def vllm_python(environ: Mapping[str, str] | None = None) -> str:
 
     vLLM pins its own torch and transformers, so on CPU it lives in an environment of
     its own; the tmax package is installed there too (``pip install --no-deps -e .``) for
-    the plugin vLLM loads (:mod:`tmax.rl.vllm_plugin`). :func:`check_vllm_python` says
+    the plugin vLLM loads (:mod:`tmax.rl.engines.vllm_plugin`). :func:`check_vllm_python` says
     whether it works.
     """
     env = os.environ if environ is None else environ
@@ -158,9 +158,9 @@ def check_vllm_python(python: str | None = None, *, plugin: bool = True) -> str:
     if plugin:
         probe += (
             "\nfrom importlib.metadata import entry_points\n"
-            "assert any(e.value.startswith('tmax.rl.vllm_plugin') for e in "
+            "assert any(e.value.startswith('tmax.rl.engines.vllm_plugin') for e in "
             "entry_points(group='vllm.general_plugins')), 'tmax is not installed here'\n"
-            "import tmax.rl.vllm_plugin"
+            "import tmax.rl.engines.vllm_plugin"
         )
     try:
         result = subprocess.run([python, "-c", probe], capture_output=True, text=True,
@@ -361,7 +361,7 @@ class ModelServer:
         only); ``reasoning_parser`` (e.g. ``qwen3``) splits ``<think>`` blocks into
         ``reasoning_content``. ``served_name`` defaults to ``model``. The server listens on
         ``bind`` and is reached at ``advertise`` (default ``bind``); ``api_key`` is sent
-        with every request (the RL engines require it, :mod:`tmax.rl.remote`). ``env``
+        with every request (the RL engines require it, :mod:`tmax.rl.engines.remote`). ``env``
         adds to this process's environment. On a machine without CUDA, vLLM is told to
         run eagerly (no compilation) unless ``extra_args`` say otherwise.
         """

@@ -1,7 +1,7 @@
 """Reading a Qwen-style assistant text: reasoning, content and tool calls.
 
 Used where the text of an answer is at hand rather than a server's parsed message:
-RL rollouts (tmax.rl.rollout) and chat over a plain completions endpoint
+RL rollouts (tmax.rl.episodes.rollout) and chat over a plain completions endpoint
 (tmax.models.client.CompletionsChatModel). A malformed call is kept, with its raw
 text as arguments, so the harness answers it with a format error, as vLLM's
 tool parsers do.

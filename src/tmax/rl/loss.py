@@ -31,12 +31,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-from tmax.rl.packing import SEGMENTS, packed_positions, packing_enabled, scoring_mask
+from tmax.rl.learners.packing import SEGMENTS, packed_positions, packing_enabled, scoring_mask
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-    from tmax.rl.sequence_parallel import SequenceShard
+    from tmax.rl.learners.sequence_parallel import SequenceShard
 
 Divergence = Literal["binary_tv", "binary_kl"]
 DIVERGENCES: tuple[str, ...] = ("binary_tv", "binary_kl")
@@ -456,14 +456,15 @@ def sequence_logprobs(
     Shapes: ``input_ids``, ``attention_mask``: ``[B, T]``; returns ``(logprobs [B, T − 1],
     entropy [B, T − 1])``.
 
-    With ``shard`` (sequence parallelism, :mod:`tmax.rl.sequence_parallel`; the rows must be
-    right-padded) this rank scores only its slice of the positions: both results are
-    :meth:`~tmax.rl.sequence_parallel.SequenceShard.split_scores` of the whole ones.
+    With ``shard`` (sequence parallelism, :mod:`tmax.rl.learners.sequence_parallel`; the rows
+    must be right-padded) this rank scores only its slice of the positions: both results are
+    :meth:`~tmax.rl.learners.sequence_parallel.SequenceShard.split_scores` of the whole ones.
 
-    With ``segments`` (sequence packing, :mod:`tmax.rl.packing`: ``input_ids`` is one row
+    With ``segments`` (sequence packing, :mod:`tmax.rl.learners.packing`: ``input_ids`` is one row
     of whole episodes of these lengths, end to end) each episode is run and scored as if
     alone: positions restart at 0, the token mixers stop at its ends, and its last
-    position scores nothing. The model must have had :func:`~tmax.rl.packing.enable_packing`.
+    position scores nothing. The model must have had
+    :func:`~tmax.rl.learners.packing.enable_packing`.
 
     ``model`` may be a DeepSpeed engine: the scoring then runs as the engine's forward,
     which ZeRO-3 needs once per micro-batch (without it the gradients of several

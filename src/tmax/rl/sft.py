@@ -5,7 +5,7 @@ A task's reference solution becomes the episode an expert would play in the tmax
 harness: the harness's own first messages, one bash call running ``solve.sh``, its
 observation, then the submit call. Training is cross-entropy on the assistant tokens
 only. Conversations are tokenised turn by turn, the way rollouts build their token
-sequences (tmax.rl.rollout), so SFT and RL see the same tokens.
+sequences (tmax.rl.episodes.rollout), so SFT and RL see the same tokens.
 """
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ def _call(call_id: str, command: str) -> dict[str, Any]:
 #: interpreter line, and strict mode, which in the harness's shell would outlive the
 #: command (a later failing command would end the session).
 SCRIPT_HEADER = re.compile(r"\A(?:#![^\n]*\n)?(?:\s*set -[euxo]+(?: pipefail)?[ \t]*\n)?")
+
+
+def solution_of(row: Mapping[str, Any]) -> str:
+    """A task row's reference solution (``solution/solve.sh``; empty when it has none)."""
+    for entry in row["files"]:
+        if entry["path"] == "solution/solve.sh":
+            return bytes(entry["data"]).decode("utf-8", errors="replace")
+    return ""
 
 
 def expert_command(solution: str) -> str:

@@ -12,9 +12,12 @@ or preempted job resumes instead of starting over.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,9 +25,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import torch
 
-from tmax.harness import HarnessSettings
 from tmax.io import write_json
 from tmax.rl.recipe import RESUMABLE_SETTINGS
+from tmax.rl.sft import solution_of
 from tmax.settings import RLSection, RLValues
 from tmax.tasks.split import training_tasks
 
@@ -107,13 +110,6 @@ def training_rows(
     return choose_dataset_tasks(tasks, removed, limit=limit, with_solution=with_solution)
 
 
-def solution_of(row: Mapping[str, Any]) -> str:
-    for entry in row["files"]:
-        if entry["path"] == "solution/solve.sh":
-            return bytes(entry["data"]).decode("utf-8", errors="replace")
-    return ""
-
-
 def _load(model_dir: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -131,21 +127,6 @@ def _save(model: Any, tokenizer: Any, source: Path, output: Path) -> None:
     tokenizer.save_pretrained(tmp)
     shutil.rmtree(output, ignore_errors=True)
     tmp.rename(output)
-
-
-def harness_settings(rl: RLValues) -> HarnessSettings:
-    """The episode budgets of RL rollouts (and of the SFT prompts, which only use
-    max_tool_calls: it is written into the task prompt)."""
-    rl = RLSection.of(rl)
-    return HarnessSettings(
-        max_tool_calls=rl.max_tool_calls,
-        max_turn_tokens=rl.max_turn_tokens,
-        max_total_tokens=rl.max_total_tokens,
-        temperature=rl.temperature,
-        interleaved_thinking=True,
-        max_format_errors=rl.max_format_errors,
-        command_timeout_sec=float(rl.command_timeout_sec),
-    )
 
 
 def sft_warmup(
@@ -207,7 +188,7 @@ def _sft_examples(
         tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl.sft.max_tasks,
         removed=removed, with_solution=True,
     )  # fmt: skip
-    settings = harness_settings(rl)
+    settings = rl.harness()
     examples = []
     for row in rows:
         messages, tools = solution_conversation(row["instruction"], solution_of(row), settings)
@@ -308,13 +289,13 @@ def rl_train(
 
     One process, or, as the command of a Slurm job whose allocation has several tasks,
     the launcher of one training rank per GPU (per task on CPU) across the allocation
-    (:mod:`tmax.rl.launch`); rank 0 writes ``output``. ``threads`` is torch's per
+    (:mod:`tmax.rl.launch.ranks`); rank 0 writes ``output``. ``threads`` is torch's per
     process, shared by generation and the optimizer step; the sandboxes' commands and
     verifiers run in other processes. Rank 0 writes the snapshots into
     ``run_dir/snapshots``; they are linked into ``snapshots`` when training is done."""
     rl = RLSection.of(rl)
-    from tmax.rl.launch import launch_ranks, placement, split_nodes, start_engine_servers
-    from tmax.rl.remote import EngineSettings, closed, prepare_server_dir
+    from tmax.rl.engines.remote import EngineSettings, closed, prepare_server_dir
+    from tmax.rl.launch.ranks import launch_ranks, placement, split_nodes, start_engine_servers
     from tmax.rl.select import publish_snapshots, snapshot_steps
     from tmax.rl.trainer import write_run_summary
 
@@ -386,7 +367,7 @@ def rl_pool(
     removed: Path | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The tasks RL draws from: at most ``rl.max_train_tasks`` training tasks, chosen as
-    ``rl.train_tasks`` says (:mod:`tmax.rl.pool`); with ``informative``, also what was
+    ``rl.train_tasks`` says (:mod:`tmax.rl.episodes.pool`); with ``informative``, also what was
     estimated (the starting policy ``model_dir`` scores every training task once): the
     chosen task ids under ``chosen``, every task's estimate under ``tasks``, best first."""
     rl = RLSection.of(rl)
@@ -398,7 +379,7 @@ def rl_pool(
     )  # fmt: skip
     if not informative or len(rows) <= limit:
         return rows, None
-    from tmax.rl.pool import choose_pool
+    from tmax.rl.episodes.pool import choose_pool
 
     torch.set_num_threads(threads)
     model, tokenizer = _load(Path(model_dir))
@@ -427,20 +408,21 @@ def train_rank(
 ) -> None:
     """One training process: the whole run alone, or one rank of a distributed run.
 
-    Alone it trains with :class:`~tmax.rl.learner.LocalLearner`; as a rank
+    Alone it trains with :class:`~tmax.rl.learners.learner.LocalLearner`; as a rank
     (``distributed``: Slurm's or torchrun's environment, see
-    :func:`tmax.rl.learner.init_distributed`) with
-    :class:`~tmax.rl.learner.DeepSpeedLearner`, ZeRO stage ``rl.zero_stage``. Rank 0
+    :func:`tmax.rl.learners.learner.init_distributed`) with
+    :class:`~tmax.rl.learners.learner.DeepSpeedLearner`, ZeRO stage ``rl.zero_stage``. Rank 0
     holds the sandboxes and the inference engine and writes the snapshots
     (``run_dir/snapshots/step-N``, :mod:`tmax.rl.select`); with
     ``engine_servers`` (``dir``, ``count``: the launcher started them on the inference
-    nodes) its engine is a :class:`~tmax.rl.remote.RemoteEngine` over them, told to exit
+    nodes) its engine is a :class:`~tmax.rl.engines.remote.RemoteEngine` over them, told to exit
     when training ends.
     """
     rl = RLSection.of(rl)
     from transformers import AutoTokenizer
 
-    from tmax.rl.learner import (
+    from tmax.rl.engines.remote import mark_closed
+    from tmax.rl.learners.learner import (
         DeepSpeedLearner,
         Learner,
         LocalLearner,
@@ -448,10 +430,9 @@ def train_rank(
         init_distributed,
         load_partitioned,
     )
-    from tmax.rl.remote import mark_closed
     from tmax.rl.select import snapshot_name, snapshot_steps
-    from tmax.rl.streaming import SnapshotSink
     from tmax.rl.trainer import Trainer
+    from tmax.rl.weights.streaming import SnapshotSink
 
     torch.set_num_threads(threads)
     settings = rl.recipe(seed)
@@ -467,14 +448,14 @@ def train_rank(
         (model, _), keep = _load(Path(model_dir)), None
     sequence = None
     if rl.sequence_parallel_size > 1:
-        from tmax.rl.sequence_parallel import sequence_groups, split_token_mixers
+        from tmax.rl.learners.sequence_parallel import sequence_groups, split_token_mixers
 
         sequence = sequence_groups(rl.sequence_parallel_size,
                                    timeout_s=float(rl.collective_timeout_sec))  # fmt: skip
         assert sequence is not None
         split_token_mixers(model, sequence)
     if rl.packing:
-        from tmax.rl.packing import enable_packing
+        from tmax.rl.learners.packing import enable_packing
 
         enable_packing(model)
         log.info("micro-batches packed: whole episodes end to end in rows of at most %d "
@@ -526,10 +507,10 @@ def save_weights(
 ) -> None:
     """A servable folder of ``weights`` (a full state dict) in ``model_dir``'s
     architecture and dtype, written the way the trainer writes a snapshot
-    (:class:`tmax.rl.streaming.SnapshotSink`: safetensors shards of at most ``limit``
+    (:class:`tmax.rl.weights.streaming.SnapshotSink`: safetensors shards of at most ``limit``
     bytes, transformers' naming, so vLLM and ``transformers serve`` load it as they load
     ``model_dir``)."""
-    from tmax.rl.streaming import BUCKET_BYTES, SnapshotSink, stream_state_dict
+    from tmax.rl.weights.streaming import BUCKET_BYTES, SnapshotSink, stream_state_dict
 
     sink = SnapshotSink(Path(model_dir), Path(output), tokenizer)
     stream_state_dict(weights, sink, limit=limit or BUCKET_BYTES)
@@ -553,9 +534,8 @@ def _rollout_side(
     the launcher started (``servers``), else ``rl.engines_per_node`` of them (default
     one) started here, beside this rank, and stopped when the engine is closed."""
     from tmax.benchmarks import heldout as generated_tasks
-    from tmax.rl.engine import TransformersEngine
-    from tmax.rl.environments import TaskEnvironment
-    from tmax.rl.remote import (
+    from tmax.rl.engines.local import TransformersEngine
+    from tmax.rl.engines.remote import (
         EngineSettings,
         VLLMEngine,
         local_servers,
@@ -563,6 +543,7 @@ def _rollout_side(
         read_settings,
         wait_for_servers,
     )
+    from tmax.rl.episodes.environments import TaskEnvironment
 
     chosen = generated_tasks(tasks_root, list(task_ids), name="training tasks")
     dirs = {path.name: path for path in chosen.tasks}
@@ -587,9 +568,32 @@ def _rollout_side(
     else:
         engine = TransformersEngine(model_dir, tokenizer)
     env = TaskEnvironment(
-        dirs, tokenizer, harness_settings(rl), backend=backend,
+        dirs, tokenizer, rl.harness(), backend=backend,
         # Every episode of a group at once by default: their turns share engine batches.
         workers=rl.rollout_workers or rl.group_size,
         run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",
     )  # fmt: skip
     return engine, env
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """One rank: ``python -m tmax.rl.stage <run_dir>/launch.json`` (the launcher,
+    :mod:`tmax.rl.launch.ranks`, starts it with ``srun``)."""
+    from tmax.logs import setup_logging
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m tmax.rl.stage <run_dir>/launch.json", file=sys.stderr)
+        return 2
+    arguments = json.loads(Path(args[0]).read_text())
+    setup_logging(None)
+    # torch.distributed names its old collectives (which DeepSpeed calls) at every step.
+    warnings.filterwarnings("ignore", message=r"`torch\.distributed\..*` is deprecated")
+    train_rank(**arguments)
+    return 0
+
+
+if __name__ == "__main__":
+    from tmax.rl.launch.ranks import leave_without_teardown
+
+    leave_without_teardown(main())

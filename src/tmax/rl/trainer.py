@@ -11,8 +11,8 @@ One step, top to bottom (``Trainer.step``):
     learner  : backward per micro-batch, one optimizer step (AdamW, constant lr)
     engine   ← the new weights (policy version + 1)
 
-Distribution lives behind two small interfaces: the Engine (tmax.rl.engine: in-process
-transformers on CPU, vLLM on GPUs) and the Learner (tmax.rl.learner: one process, or
+Distribution lives behind two small interfaces: the Engine (tmax.rl.engines.local: in-process
+transformers on CPU, vLLM on GPUs) and the Learner (tmax.rl.learners.learner: one process, or
 DeepSpeed ZeRO-3 across ranks). Checkpoints (every ``checkpoint_every`` steps and on
 SIGTERM) hold the model, optimizer, RNG states, the data position, the generated groups
 not yet trained on and the positions still being generated, so a resumed run continues
@@ -22,7 +22,7 @@ checkpoints at once (or after the update under way), within ``stop_grace_sec``.
 With several ranks (torch.distributed initialised, e.g. by the DeepSpeed learner), every
 rank runs ``Trainer.train``; rank 0 alone holds the environment and the engine, draws
 and filters the groups, computes advantages and hands each rank its share of episodes
-(tmax.rl.collective). The loss is normalised by the token count of all ranks, weights
+(tmax.rl.launch.collective). The loss is normalised by the token count of all ranks, weights
 are gathered for the engine on all ranks and pushed by rank 0, checkpoints are written
 by all ranks into one folder, and a SIGTERM on any rank stops all of them after a
 checkpoint.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import queue
 import random
 import shutil
@@ -42,15 +43,19 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import torch
 
 from tmax.config import schema_default
 from tmax.io import write_json
-from tmax.rl import collective
-from tmax.rl.engine import Engine
-from tmax.rl.learner import Learner
+from tmax.rl.engines.local import Engine
+from tmax.rl.episodes.rollout import EpisodeCancelled, Sample
+from tmax.rl.launch import collective
+from tmax.rl.learners.learner import Learner
+from tmax.rl.learners.packing import pack_rows
+from tmax.rl.learners.sequence_parallel import SequenceShard
 from tmax.rl.loss import (
     dppo_loss,
     global_token_count,
@@ -59,10 +64,7 @@ from tmax.rl.loss import (
     sequence_logprobs,
     zero_std_groups,
 )
-from tmax.rl.packing import pack_rows
-from tmax.rl.rollout import EpisodeCancelled, Sample
-from tmax.rl.sequence_parallel import SequenceShard
-from tmax.rl.streaming import MIB, WeightSink, stream_weights
+from tmax.rl.weights.streaming import MIB, WeightSink, stream_weights
 from tmax.tracking import Tracker, job_tracker
 
 log = logging.getLogger("tmax.rl")
@@ -100,7 +102,7 @@ class RLSettings:
     micro_batch_tokens: int = _default("micro_batch_tokens", int)
     packing: bool = _default("packing", bool)
     """Micro-batches are rows of whole episodes end to end instead of right-padded
-    episodes (:mod:`tmax.rl.packing`); the same gradient, fewer token slots."""
+    episodes (:mod:`tmax.rl.learners.packing`); the same gradient, fewer token slots."""
     groups_in_flight: int = _default("groups_in_flight", int)
     """Groups generated at once (asynchronous mode): their turns share the engine's
     batches, e.g. 8 × 32 episodes in flight for the paper's 8 prompts × 32 samples."""
@@ -115,7 +117,7 @@ class RLSettings:
     abandoned episodes get what is left of this long to remove their sandboxes."""
     push_bucket_mb: float = _default("push_bucket_mb", float)
     """The weight push and the snapshots stream in buckets of this many MiB
-    (:mod:`tmax.rl.streaming`): rank 0 holds two of them, not the model."""
+    (:mod:`tmax.rl.weights.streaming`): rank 0 holds two of them, not the model."""
     seed: int = 0
 
     @classmethod
@@ -187,6 +189,27 @@ class TrainerState:
     def __setstate__(self, saved: dict[str, Any]) -> None:
         # Checkpoints written before a field existed load with its default.
         self.__dict__.update({"unfinished": [], **saved})
+
+
+MOVED_MODULES = {
+    "tmax.rl.rollout": "tmax.rl.episodes.rollout",
+    "tmax.rl.engine": "tmax.rl.engines.local",
+    "tmax.rl.learner": "tmax.rl.learners.learner",
+    "tmax.rl.streaming": "tmax.rl.weights.streaming",
+}
+"""Where the classes a ``trainer.pt`` may hold (its state: groups of samples) lived before
+``tmax.rl`` was split into folders: a checkpoint of an interrupted run written by the old
+layout still resumes."""
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED_MODULES.get(module, module), name)
+
+
+_checkpoint_pickle = SimpleNamespace(__name__="pickle", Unpickler=_Unpickler, load=pickle.load)
+"""The pickle module torch.load unpickles ``trainer.pt`` with (torch subclasses its
+``Unpickler``, so the renaming runs under torch's own)."""
 
 
 class VersionLock:
@@ -434,9 +457,10 @@ class Trainer:
     ) -> None:
         """``env`` and ``engine`` are needed on rank 0 only (None on the other ranks).
 
-        With ``sequence`` (``rl.sequence_parallel_size`` > 1, :mod:`tmax.rl.sequence_parallel`)
-        the ranks of each sequence group get the same episodes and each scores its slice
-        of every sequence; the episodes are shared by tokens over the groups.
+        With ``sequence`` (``rl.sequence_parallel_size`` > 1,
+        :mod:`tmax.rl.learners.sequence_parallel`) the ranks of each sequence group get the
+        same episodes and each scores its slice of every sequence; the episodes are shared
+        by tokens over the groups.
 
         After each step in ``snapshot_steps`` the weights are streamed (a collective) into
         the sink rank 0's ``snapshot(step)`` returns (checkpoint selection keeps them),
@@ -467,7 +491,7 @@ class Trainer:
         self.snapshot = snapshot
         self.tracker: Tracker | None = tracker
         self.control: Any = None
-        """The control group the ranks wait on for rank 0 (:mod:`tmax.rl.collective`)."""
+        """The control group the ranks wait on for rank 0 (:mod:`tmax.rl.launch.collective`)."""
         self.producer: GroupProducer | None = None
         self._started = time.monotonic()
 
@@ -687,7 +711,7 @@ class Trainer:
 
     def push(self) -> None:
         """The new weights into the engines, streamed bucket by bucket (every rank takes
-        part in the gathers, :mod:`tmax.rl.streaming`). Rank 0 first waits for the groups
+        part in the gathers, :mod:`tmax.rl.weights.streaming`). Rank 0 first waits for the groups
         being generated (a stopping run does not: the resumed run pushes the checkpoint's
         weights first); meanwhile the others wait on the control group for its word: the
         bucket size to walk in, or none."""
@@ -870,7 +894,9 @@ class Trainer:
         if checkpoint is None:
             return False
         self.learner.load(checkpoint / "learner")
-        saved = torch.load(checkpoint / "trainer.pt", weights_only=False)
+        saved = torch.load(
+            checkpoint / "trainer.pt", weights_only=False, pickle_module=_checkpoint_pickle
+        )
         self.state = saved["state"]
         torch.set_rng_state(saved["torch_rng"])
         random.setstate(saved["python_rng"])
@@ -911,7 +937,7 @@ def micro_batches(
     (padding included) each; tensors are aligned to next-token positions (length T−1).
 
     With ``pack`` each micro-batch is one row of whole samples end to end
-    (:func:`tmax.rl.packing.pack_rows`), with per-token advantages and the samples'
+    (:func:`tmax.rl.learners.packing.pack_rows`), with per-token advantages and the samples'
     lengths as ``segments``. A sample longer than the budget is a micro-batch of its own
     either way."""
     if pack:

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from tmax.rl.sequence_parallel import causal_attention
+from tmax.rl.learners.sequence_parallel import causal_attention
 
 SEGMENTS = "tmax_segments"
 """The keyword argument that carries a packed row's episode lengths to the kernels."""

@@ -3,18 +3,18 @@ rollouts on 6 inference nodes, the new weights pushed after every step).
 
 Each engine is vLLM's OpenAI-compatible server with its RL routes on
 (``VLLM_SERVER_DEV_MODE=1``), run from the vLLM environment (:func:`tmax.models.serve.
-vllm_python`) with our plugin loaded (:mod:`tmax.rl.vllm_plugin`). What we add is small:
+vllm_python`) with our plugin loaded (:mod:`tmax.rl.engines.vllm_plugin`). What we add is small:
 
-- :class:`VLLMEngine`, the :class:`~tmax.rl.engine.Engine` that rollouts and the trainer
+- :class:`VLLMEngine`, the :class:`~tmax.rl.engines.local.Engine` that rollouts and the trainer
   use: every episode turn is one ``/v1/completions`` request with the prompt as token ids,
   answered with the sampled ids and their log-probs μ (vLLM's ``processed_logprobs``:
   after temperature, pure sampling — no top-k, top-p or the checkpoint's generation
   config), sent to the least busy engine, where vLLM's continuous batching schedules it
-  with everything else in flight; weights go through :mod:`tmax.rl.weight_transfer`
+  with everything else in flight; weights go through :mod:`tmax.rl.weights.transfer`
   (vLLM's weight-transfer API) to every engine at once, and every engine must report the
   pushed version afterwards;
 - :func:`supervise`, what ``srun`` starts on each inference node (``python -m
-  tmax.rl.remote <engines>/server.json``): it starts the server, checks it samples, writes
+  tmax.rl.engines.remote <engines>/server.json``): it starts the server, checks it samples, writes
   its address for rank 0, and stops it — process group and shared memory — when rank 0
   marks the run closed, when told to stop, or when the server dies;
 - a secret per launch, required on every route (vLLM's own ``--api-key`` leaves the RL
@@ -44,16 +44,16 @@ from typing import TYPE_CHECKING, Any
 
 from tmax.io import write_json
 from tmax.models.serve import checkout_path
-from tmax.rl.engine import Generation, _check_request
+from tmax.rl.engines.local import Generation, _check_request
 
 if TYPE_CHECKING:
     import torch
 
     from tmax.models.serve import ModelServer
-    from tmax.rl.weight_transfer import TorchSender
+    from tmax.rl.weights.transfer import TorchSender
     from tmax.settings import RLSection
 
-log = logging.getLogger("tmax.rl.remote")
+log = logging.getLogger("tmax.rl.engines.remote")
 logging.getLogger("httpx2").setLevel(logging.WARNING)  # not a line per rollout turn
 
 Address = tuple[str, int]
@@ -64,7 +64,7 @@ CLOSED_FILE = "closed"
 server process ends no longer matters to the training job."""
 KEY_ENV = "TMAX_ENGINE_KEY"
 """The launch's secret, in the server's environment for the plugin's guard."""
-GUARD = "tmax.rl.vllm_plugin.require_engine_key"
+GUARD = "tmax.rl.engines.vllm_plugin.require_engine_key"
 REQUEST_TIMEOUT = 3600.0
 """Seconds one HTTP call may take (a 16k-token turn on a busy engine; a weight push)."""
 
@@ -122,12 +122,12 @@ class EngineSettings:
 
     @property
     def bucket_bytes(self) -> int:
-        from tmax.rl.streaming import bucket_bytes
+        from tmax.rl.weights.streaming import bucket_bytes
 
         return bucket_bytes(self.push_bucket_mb)
 
     def backend(self) -> str:
-        from tmax.rl.weight_transfer import default_backend
+        from tmax.rl.weights.transfer import default_backend
 
         if self.weight_transfer != "auto":
             return self.weight_transfer
@@ -346,7 +346,7 @@ class ServerGroup:
 
 
 class VLLMEngine:
-    """The :class:`~tmax.rl.engine.Engine` over vLLM engine servers (see the module)."""
+    """The :class:`~tmax.rl.engines.local.Engine` over vLLM engine servers (see the module)."""
 
     def __init__(
         self,
@@ -453,7 +453,7 @@ class VLLMEngine:
         live = self.live()
         if live != self._group.servers:
             # A server died: the weight group is formed over those still answering; they
-            # leave the old one behind when they join it (tmax.rl.vllm_plugin).
+            # leave the old one behind when they join it (tmax.rl.engines.vllm_plugin).
             left_out = [c.name for c in self._group.servers if c not in live]
             log.warning("weight group over %d live server(s), without %s", len(live),
                         ", ".join(left_out))  # fmt: skip
@@ -463,7 +463,7 @@ class VLLMEngine:
             self._group.close()
             self._group = ServerGroup(live, self.settings.tensor_parallel)
         if self._sender is None:
-            from tmax.rl.weight_transfer import TorchSender
+            from tmax.rl.weights.transfer import TorchSender
 
             self._sender = TorchSender.trainer_init(self._group, host=self._host,
                                                     workers=self._group.workers,
@@ -474,7 +474,7 @@ class VLLMEngine:
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         """Push ``state_dict`` into every engine (see :meth:`weight_sink`)."""
-        from tmax.rl.streaming import stream_state_dict
+        from tmax.rl.weights.streaming import stream_state_dict
 
         stream_state_dict(state_dict, self.weight_sink(version), limit=self.settings.bucket_bytes)
 
@@ -503,12 +503,12 @@ class VLLMEngine:
 
 
 class EnginePush:
-    """:class:`~tmax.rl.streaming.WeightSink` of a push into the engine servers: each
+    """:class:`~tmax.rl.weights.streaming.WeightSink` of a push into the engine servers: each
     bucket broadcast to every worker as it comes (vLLM's ``update_weights`` loads it on
     arrival); the engines' completeness check runs when it finishes."""
 
     def __init__(self, engine: VLLMEngine, version: int) -> None:
-        from tmax.rl.weight_transfer import transfer_device
+        from tmax.rl.weights.transfer import transfer_device
 
         self.engine, self.version = engine, version
         self.push: Any = None
@@ -711,7 +711,7 @@ def local_servers(
         for index in range(count):
             log_file = stack.enter_context((directory / f"engine{index}.log").open("wb"))
             processes.append(subprocess.Popen(
-                [sys.executable, "-m", "tmax.rl.remote", str(settings_file), str(index)],
+                [sys.executable, "-m", "tmax.rl.engines.remote", str(settings_file), str(index)],
                 env=env, stdout=log_file, stderr=subprocess.STDOUT,
             ))  # fmt: skip
 
@@ -743,7 +743,7 @@ def local_servers(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tmax.rl.remote <engines>/server.json [index]``: one engine server.
+    """``python -m tmax.rl.engines.remote <engines>/server.json [index]``: one engine server.
 
     The index defaults to Slurm's task number (``SLURM_PROCID``), the node-local one to
     ``SLURM_LOCALID``."""
@@ -751,7 +751,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) not in (1, 2):
-        print("usage: python -m tmax.rl.remote <engines>/server.json [index]", file=sys.stderr)
+        print(
+            "usage: python -m tmax.rl.engines.remote <engines>/server.json [index]", file=sys.stderr
+        )
         return 2
     setup_logging(None)
     index = int(args[1]) if len(args) == 2 else int(os.environ.get("SLURM_PROCID", "0"))

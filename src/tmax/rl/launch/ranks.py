@@ -7,10 +7,10 @@ command is the *launcher*: it decides where it stands with :func:`placement` and
 allocation of several tasks, starts the ranks with one ``srun``::
 
     srun --ntasks=<nodes x ranks per node> --ntasks-per-node=<ranks per node> \\
-         python -m tmax.rl.launch <run_dir>/launch.json
+         python -m tmax.rl.stage <run_dir>/launch.json
 
 Each rank reads its place from Slurm's environment (``SLURM_PROCID``, ``SLURM_NTASKS``,
-``SLURM_LOCALID``, the step's node list; see :func:`tmax.rl.learner.distributed_env`)
+``SLURM_LOCALID``, the step's node list; see :func:`tmax.rl.learners.learner.distributed_env`)
 and joins the process group at the port the launcher chose for this attempt
 (:func:`rendezvous_env`); rank 0 also holds the sandboxes and the inference engine.
 One rank per GPU on GPU nodes, the allocation's tasks per node on CPU nodes
@@ -20,7 +20,6 @@ to every rank; they checkpoint and stop together.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -28,8 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -116,7 +114,7 @@ def srun_command(
     log_dir: Path,
     python: str = sys.executable,
     relative: int = 0,
-    module: str = "tmax.rl.launch",
+    module: str = "tmax.rl.stage",
     log_name: str = "rank%t.log",
     kill_on_bad_exit: bool = True,
 ) -> list[str]:
@@ -287,7 +285,8 @@ def rendezvous_env(
     check the port there: :func:`rendezvous_port` of the job id and restart count (a
     requeued job keeps its id; ``SLURM_RESTART_COUNT``, else ``scontrol``'s
     ``Restarts``). A ``MASTER_PORT`` already set stands. The id names this launch; a rank
-    that reaches another attempt's rank 0 refuses it (:func:`tmax.rl.learner.init_distributed`).
+    that reaches another attempt's rank 0 refuses it
+    (:func:`tmax.rl.learners.learner.init_distributed`).
     """
     env = os.environ if environ is None else environ
     job_id = env.get("SLURM_JOB_ID", "")
@@ -317,11 +316,11 @@ def rendezvous_port(
     is_free: Callable[[int], bool],
     ephemeral: range | None = None,
 ) -> int:
-    """:func:`~tmax.rl.learner.slurm_rendezvous_port` (no two attempts of a job share it),
+    """:func:`~tmax.rl.learners.learner.slurm_rendezvous_port` (no two attempts of a job share it),
     else the next port of its window (29500-39499) that ``is_free``. Ports this node lends
     to outgoing connections (``ephemeral``) are skipped: any connection may take one
     between this check and rank 0's listen, and a rank's own connect can land on it."""
-    from tmax.rl.learner import DEFAULT_MASTER_PORT, slurm_rendezvous_port
+    from tmax.rl.learners.learner import DEFAULT_MASTER_PORT, slurm_rendezvous_port
 
     ephemeral = ephemeral_ports() if ephemeral is None else ephemeral
     window = range(DEFAULT_MASTER_PORT, DEFAULT_MASTER_PORT + 10000)
@@ -377,11 +376,11 @@ def start_engine_servers(
 ) -> subprocess.Popen[bytes]:
     """One ``srun`` of ``layout.engines_per_node`` engine servers on each inference node
     (the nodes after the training ones); each writes its address beside
-    ``settings_file`` when ready (:mod:`tmax.rl.remote`)."""
+    ``settings_file`` when ready (:mod:`tmax.rl.engines.remote`)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     command = srun_command(
         settings_file, nodes=layout.inference_nodes, ranks_per_node=layout.engines_per_node,
-        log_dir=log_dir, relative=layout.training_nodes, module="tmax.rl.remote",
+        log_dir=log_dir, relative=layout.training_nodes, module="tmax.rl.engines.remote",
         log_name="engine%t.log", kill_on_bad_exit=False,
     )  # fmt: skip
     log.info("starting %d engine server(s) on %d node(s): %s", layout.engine_servers,
@@ -398,23 +397,6 @@ def rank_log_tails(log_dir: Path, lines: int = 20) -> str:
     return "\n".join(parts) or f"(no rank logs in {log_dir})"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """One rank: ``python -m tmax.rl.launch <run_dir>/launch.json``."""
-    from tmax.logs import setup_logging
-    from tmax.rl.stage import train_rank
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m tmax.rl.launch <run_dir>/launch.json", file=sys.stderr)
-        return 2
-    arguments = json.loads(Path(args[0]).read_text())
-    setup_logging(None)
-    # torch.distributed names its old collectives (which DeepSpeed calls) at every step.
-    warnings.filterwarnings("ignore", message=r"`torch\.distributed\..*` is deprecated")
-    train_rank(**arguments)
-    return 0
-
-
 def leave_without_teardown(status: int) -> None:
     """End a rank whose work is done (its checkpoints and snapshots are on disk) without
     tearing down torch's native state. Gloo's threads left to interpreter teardown can
@@ -425,7 +407,3 @@ def leave_without_teardown(status: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
-
-
-if __name__ == "__main__":
-    leave_without_teardown(main())

@@ -1,7 +1,7 @@
 """Where the trainer's groups come from.
 
 ``TaskEnvironment``: generated tasks in sandboxes, played through the tmax harness
-token in / token out (tmax.rl.rollout) and scored by each task's verifier — the
+token in / token out (tmax.rl.episodes.rollout) and scored by each task's verifier — the
 paper's setting. ``TargetTokenEnvironment``: a one-token synthetic environment with
 a known answer, so a test can watch the reward climb from chance to 1.
 """
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from tmax.harness import HarnessSettings
-from tmax.rl.engine import Engine
-from tmax.rl.rollout import Sample, rollout_group
+from tmax.rl.engines.local import Engine
+from tmax.rl.episodes.rollout import Sample, rollout_group
 from tmax.sandbox import BackendName
 
-log = logging.getLogger("tmax.rl.environments")
+log = logging.getLogger("tmax.rl.episodes.environments")
 
 
 class TaskEnvironment:

@@ -12,7 +12,7 @@ buckets of at most ``bucket_bytes``, each loaded by the workers on arrival: no e
 ever holds a second copy of the model.
 
 Two backends of ours, registered in vLLM's processes by our plugin
-(:mod:`tmax.rl.vllm_plugin`): ``tmax_nccl`` (GPUs) and ``tmax_gloo`` (CPU, and every test
+(:mod:`tmax.rl.engines.vllm_plugin`): ``tmax_nccl`` (GPUs) and ``tmax_gloo`` (CPU, and every test
 here). vLLM's own ``nccl`` backend would need vLLM in the trainer's environment, which
 cannot be: vLLM pins its own torch and transformers (0.33: torch 2.14, transformers < 5.21),
 so it runs from an environment of its own; the sender here needs only torch. Because the
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import torch
 
-log = logging.getLogger("tmax.rl.weight_transfer")
+log = logging.getLogger("tmax.rl.weights.transfer")
 
 BACKENDS = {"tmax_gloo": "gloo", "tmax_nccl": "nccl"}
 """Our backends' names in vLLM's ``WeightTransferEngineFactory`` → torch.distributed's."""

@@ -87,7 +87,7 @@ class Learner(Protocol):
 
         Collective: every rank must call it. Names are the model's parameter names (shared
         parameters once) plus its persistent buffers. The whole model on one host: the
-        trainer streams instead (:func:`tmax.rl.streaming.stream_weights`).
+        trainer streams instead (:func:`tmax.rl.weights.streaming.stream_weights`).
         """
         ...
 
@@ -159,7 +159,7 @@ def _weight_tensors(model: nn.Module) -> list[tuple[str, Tensor]]:
 
 def _gather_whole(learner: Learner) -> dict[str, Tensor]:
     """Every weight on rank 0's CPU, through the same stream as a push (collective)."""
-    from tmax.rl.streaming import StateDictSink, stream_weights
+    from tmax.rl.weights.streaming import StateDictSink, stream_weights
 
     sink = StateDictSink() if learner.rank == 0 else None
     stream_weights(learner, sink)
@@ -369,7 +369,7 @@ def distributed_env(
     list (``SLURM_STEP_NODELIST``, else ``SLURM_JOB_NODELIST``: on the paper's cluster the
     training step runs on 2 of the job's 8 nodes, so the job's first host may not take part);
     ``MASTER_PORT`` to :func:`slurm_rendezvous_port` of the job id and restart count (the
-    launcher sets one it checked free, :func:`tmax.rl.launch.rendezvous_env`), else 29500.
+    launcher sets one it checked free, :func:`tmax.rl.launch.ranks.rendezvous_env`), else 29500.
     ``hostnames`` expands a node list (injectable for tests).
     """
     env = os.environ if environ is None else environ

@@ -16,7 +16,7 @@ knob to turn when it does not:
   Gated DeltaNet layers' recurrent and conv state of the episodes each engine holds at
   once, against ``gpu_memory_utilization`` of the GPU.
 - **Host RAM** per node: DeepSpeed's CPU figure with ``zero_init`` (partitioned
-  loading, :func:`tmax.rl.learner.load_partitioned`), the rank processes, rank 0's
+  loading, :func:`tmax.rl.learners.learner.load_partitioned`), the rank processes, rank 0's
   buckets of the streamed weight push and snapshot (two of ``rl.push_bucket_mb`` and
   the largest tensor, not the model) and the sandboxes.
 
@@ -43,7 +43,7 @@ from tmax.settings import RLSection, RLValues
 
 GIB = 2**30
 
-log = logging.getLogger("tmax.rl.plan")
+log = logging.getLogger("tmax.rl.launch.plan")
 
 ARCHITECTURE_FIELDS = (
     "model_type",
@@ -70,7 +70,7 @@ VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 ZERO3_REDUCE_BUCKET = 500_000_000
 ZERO3_PREFETCH_BUCKET = 50_000_000
 """DeepSpeed's defaults for ``reduce_bucket_size`` and ``stage3_prefetch_bucket_size``
-(elements); :func:`tmax.rl.learner.deepspeed_config` leaves both unset."""
+(elements); :func:`tmax.rl.learners.learner.deepspeed_config` leaves both unset."""
 
 HEAD_CHUNK = 1024
 """Positions per FP32-head chunk (:func:`tmax.rl.loss.token_logprobs`'s ``chunk_size``)."""
@@ -394,7 +394,7 @@ def activation_memory(
     DeepSpeed's estimator already counts the largest layer gathered (parameter and
     gradient, 16-bit), so that is not repeated here.
 
-    With ``sequence_parallel`` = P > 1 (:mod:`tmax.rl.sequence_parallel`) a rank holds
+    With ``sequence_parallel`` = P > 1 (:mod:`tmax.rl.learners.sequence_parallel`) a rank holds
     ``t = ⌈T/P⌉`` tokens of everything but the token mixers, which run on all ``T``
     (:func:`layer_parts`), keep the gathered input (``a·H`` per token) and the gathered
     rotary tables, and whose backward holds the whole input's gradient and its

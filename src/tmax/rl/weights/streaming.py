@@ -2,7 +2,7 @@
 27B in bf16 is 50 GiB; rank 0's host must not hold it for every push and snapshot).
 
 Every rank walks the learner's tensors in one order, in buckets of at most
-``rl.push_bucket_mb`` (the layout of :func:`tmax.rl.weight_transfer.buckets`, which the
+``rl.push_bucket_mb`` (the layout of :func:`tmax.rl.weights.transfer.buckets`, which the
 vLLM workers compute from the same specs, so a pushed bucket needs no further framing).
 Under ZeRO-3 each tensor is gathered alone (a collective over the training group) and
 rank 0 copies it into the bucket it is filling; a complete bucket goes to rank 0's
@@ -33,10 +33,10 @@ from typing import Any, Protocol
 import torch
 
 from tmax.io import swap_in_directory
-from tmax.rl import collective
-from tmax.rl.weight_transfer import BUCKET_BYTES, TensorSpec, _layout, buckets, unpack
+from tmax.rl.launch import collective
+from tmax.rl.weights.transfer import BUCKET_BYTES, TensorSpec, _layout, buckets, unpack
 
-log = logging.getLogger("tmax.rl.streaming")
+log = logging.getLogger("tmax.rl.weights.streaming")
 
 MIB = 2**20
 
@@ -55,7 +55,7 @@ class WeightSink(Protocol):
 
     def put(self, bucket: Sequence[int], flat: torch.Tensor) -> None:
         """``flat`` holds the tensors ``specs[i] for i in bucket`` at their aligned offsets
-        (:func:`tmax.rl.weight_transfer.unpack` gives named views)."""
+        (:func:`tmax.rl.weights.transfer.unpack` gives named views)."""
         ...
 
     def finish(self) -> None: ...

@@ -3,7 +3,7 @@
 Registered as a ``vllm.general_plugins`` entry point (``pyproject.toml``), so vLLM calls
 :func:`register` in its API server, its engine core and every worker. It adds our two
 weight-transfer backends to vLLM's ``WeightTransferEngineFactory`` (see
-:mod:`tmax.rl.weight_transfer`), and :func:`require_engine_key`, the servers' guard.
+:mod:`tmax.rl.weights.transfer`), and :func:`require_engine_key`, the servers' guard.
 
 ``tmax_nccl`` (GPUs) and ``tmax_gloo`` (CPU machines, where vLLM's own backends need
 CUDA): the trainer's broadcast, received bucket by bucket and loaded as it arrives. Both
@@ -14,7 +14,7 @@ was loaded, raising with the names of those that were not: vLLM alone logs
 Qwen3, Qwen3.5 2B/4B) is re-tied to the embedding after a reload, which is what the
 trainer sends once.
 
-Only this module and :mod:`tmax.rl.weight_transfer` (torch only) run inside vLLM's
+Only this module and :mod:`tmax.rl.weights.transfer` (torch only) run inside vLLM's
 environment.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from tmax.rl import weight_transfer as wt
+from tmax.rl.weights import transfer as wt
 
 log = logging.getLogger("vllm.tmax_plugin")  # under "vllm": printed by vLLM's log handler
 

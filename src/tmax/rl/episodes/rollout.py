@@ -31,13 +31,13 @@ from typing import Any
 from tmax.harness import HarnessSettings, make_harness, run_agent
 from tmax.models.client import Completion, ContextLengthExceeded, Message, derive_seed
 from tmax.models.toolcalls import parse_completion
-from tmax.rl.engine import Engine
+from tmax.rl.engines.local import Engine
 from tmax.sandbox import BackendName
 from tmax.sandbox.base import NodeError
 from tmax.sandbox.episode import sandbox_for_task
 from tmax.tasks import read_task
 
-log = logging.getLogger("tmax.rl.rollout")
+log = logging.getLogger("tmax.rl.episodes.rollout")
 
 EPISODE_ATTEMPTS = 2
 """An episode that fails (sandbox, engine or verifier error) is played this many times."""

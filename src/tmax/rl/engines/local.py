@@ -6,7 +6,7 @@ engine samples purely from softmax(logits / T) — no top-k, no top-p — and re
 log μ_t = log_softmax(logits_t / T)[token_t] for each sampled token.
 
     engine = TransformersEngine(model_dir, tokenizer)             # in process (CPU)
-    engine = VLLMEngine(base_urls, key, settings=...)             # vLLM servers (tmax.rl.remote)
+    engine = VLLMEngine(base_urls, key, settings=...)             # vLLM servers (engines.remote)
     [generation] = engine.generate([prompt_ids], max_tokens=64, temperature=1.0,
                                    stop_token_ids=[im_end], seed=0)
     engine.update_weights(trainer_state_dict, version=step)        # push new weights
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from tmax.rl.streaming import WeightSink
+    from tmax.rl.weights.streaming import WeightSink
 
-log = logging.getLogger("tmax.rl.engine")
+log = logging.getLogger("tmax.rl.engines.local")
 
 FinishReason = Literal["stop", "length"]
 
@@ -79,7 +79,7 @@ class Engine(Protocol):
         ...
 
     def weight_sink(self, version: int) -> WeightSink:
-        """Where a streamed push goes (:func:`tmax.rl.streaming.stream_weights`): once it
+        """Where a streamed push goes (:func:`tmax.rl.weights.streaming.stream_weights`): once it
         finishes, ``policy_version`` is ``version``."""
         ...
 
@@ -356,12 +356,12 @@ class TransformersEngine(BatchedEngine):
 
         See :func:`load_full_state_dict` for which keys may be missing.
         """
-        from tmax.rl.streaming import stream_state_dict
+        from tmax.rl.weights.streaming import stream_state_dict
 
         stream_state_dict(state_dict, self.weight_sink(version))
 
     def weight_sink(self, version: int) -> WeightSink:
-        from tmax.rl.streaming import LoadingSink
+        from tmax.rl.weights.streaming import LoadingSink
 
         def done() -> None:
             self.policy_version = version
@@ -392,4 +392,4 @@ def _inverse_cdf_sample(log_mu: torch.Tensor, generators: Sequence[torch.Generat
 
 ENGINES = ("transformers", "vllm")
 """``rl.engine``: :class:`TransformersEngine` in the training process, or vLLM's servers
-(:class:`tmax.rl.remote.VLLMEngine`)."""
+(:class:`tmax.rl.engines.remote.VLLMEngine`)."""

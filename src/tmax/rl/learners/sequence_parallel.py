@@ -14,7 +14,7 @@ price is that every rank of a group computes every mixer over the whole sequence
 holds one mixer's activations at full length while that layer runs. The paper's release
 splits attention by heads (DeepSpeed Ulysses) and runs Gated DeltaNet on each slice with
 the state handed on (flash-linear-attention's context parallelism): less compute, but
-GPU kernels only (:func:`tmax.rl.plan.activation_memory` counts the full-length mixer).
+GPU kernels only (:func:`tmax.rl.launch.plan.activation_memory` counts the full-length mixer).
 
 Gradients: a rank's loss covers its own slice's tokens, so the sum over the ranks of a
 group is the micro-batch's loss, which is the learner's convention (the gradient of the

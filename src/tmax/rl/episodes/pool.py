@@ -95,11 +95,10 @@ def choose_pool(
 ) -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
     """The ``limit`` rows most likely to give informative groups under ``model`` (ties:
     by task id), one per reference solution, and every row's estimate, best first."""
-    from tmax.rl.sft import solution_conversation, tokenize_conversation
-    from tmax.rl.stage import harness_settings, solution_of
+    from tmax.rl.sft import solution_conversation, solution_of, tokenize_conversation
 
     rl = RLSection.of(rl)
-    settings = harness_settings(rl)
+    settings = rl.harness()
     temperature = float(rl.temperature)
     group = rl.group_size
     solutions = [solution_of(row) for row in rows]
