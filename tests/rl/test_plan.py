@@ -209,10 +209,12 @@ def test_a_local_config_json_wins_over_the_table(tmp_path) -> None:
 
 
 MEASURED_TOKENS = 2048
-TOLERANCE = {False: (0.75, 1.25), True: (0.5, 1.1)}
-"""predicted / measured: without checkpointing within 25% (measured: 5% low); with it
-at least half (measured: about 40% low: the recomputed layer's blocks stay resident under
-glibc on CPU, which the GPU caching allocator reuses). Never far above what is measured."""
+TOLERANCE = {False: (1.0, 1.35), True: (1.0, 1.5)}
+"""predicted / measured: the plan is never below what is measured, and not far above
+(measured with glibc's mmap threshold fixed, which makes the peak repeat to 0.1%: 18%
+above without checkpointing, 31% above with it). It was flaky before: the cases read
+``ru_maxrss``, which carries the parent's high-water mark across fork and exec, so late
+in the suite they measured part of pytest (0.46 GB for a 0.33 GB case)."""
 
 
 def test_the_activation_estimate_matches_a_measured_cpu_micro_batch() -> None:
@@ -225,6 +227,10 @@ def test_the_activation_estimate_matches_a_measured_cpu_micro_batch() -> None:
     architecture = Architecture.from_dict({**SHAPE, "model_type": "qwen3"}, "benchmark")
     gradients = 4 * parameter_counts(architecture).total
     estimate = activation_memory(architecture, MEASURED_TOKENS, dtype_bytes=4, zero3=False)
+    # This process made as large as pytest is late in the suite: the cases must measure
+    # their own peak, not inherit this one's (ru_maxrss keeps it across fork and exec).
+    ballast = bytearray(1 << 30)
+    ballast[:: 1 << 12] = b"\1" * len(range(0, 1 << 30, 1 << 12))
     cases = {
         checkpointing: subprocess.Popen(
             [
@@ -250,6 +256,7 @@ def test_the_activation_estimate_matches_a_measured_cpu_micro_batch() -> None:
         assert low * measured <= predicted <= high * measured, (
             checkpointing, predicted / 1e9, measured / 1e9,
         )  # fmt: skip
+    del ballast
     assert estimate.total(True) < estimate.total(False) / 2
 
 
