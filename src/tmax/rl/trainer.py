@@ -191,15 +191,10 @@ class TrainerState:
         self.__dict__.update({"unfinished": [], **saved})
 
 
-MOVED_MODULES = {
-    "tmax.rl.rollout": "tmax.rl.episodes.rollout",
-    "tmax.rl.engine": "tmax.rl.engines.local",
-    "tmax.rl.learner": "tmax.rl.learners.learner",
-    "tmax.rl.streaming": "tmax.rl.weights.streaming",
-}
-"""Where the classes a ``trainer.pt`` may hold (its state: groups of samples) lived before
-``tmax.rl`` was split into folders: a checkpoint of an interrupted run written by the old
-layout still resumes."""
+MOVED_MODULES = {"tmax.rl.rollout": "tmax.rl.episodes.rollout"}
+"""Where the classes a ``trainer.pt`` holds lived before ``tmax.rl`` was split into
+folders, for those that moved: its state is this module's classes and the queued groups'
+samples (``Sample``). A checkpoint of an interrupted run written by the old layout still resumes."""
 
 
 class _Unpickler(pickle.Unpickler):
