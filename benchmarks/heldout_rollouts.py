@@ -58,6 +58,7 @@ def main() -> None:
     import torch
     from transformers import AutoTokenizer
 
+    from tmax.harness import HarnessSettings
     from tmax.rl.engines.local import TransformersEngine
     from tmax.settings import RLSection
 
@@ -73,7 +74,7 @@ def main() -> None:
     else:
         tasks = heldout_dirs(args.run, evaluation["heldout_fraction"], config["seed"])
     temperature = evaluation["temperature"] if args.temperature is None else args.temperature
-    settings = RLSection.of({**config["rl"], "temperature": temperature}).harness()
+    settings = HarnessSettings.for_rl(RLSection.of({**config["rl"], "temperature": temperature}))
     backend = config["sandbox"]["backend"]
     print(f"{len(tasks)} {'named' if args.tasks else 'held-out'} tasks, {args.episodes} "
           f"episodes each, temperature {temperature}, backend {backend}")  # fmt: skip

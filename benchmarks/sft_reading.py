@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from tmax.generate.procedural import render_task  # noqa: E402
+from tmax.harness import HarnessSettings  # noqa: E402
 from tmax.models.tiny import build_tiny_qwen3  # noqa: E402
 from tmax.models.toolcalls import parse_completion  # noqa: E402
 from tmax.rl.sft import run_sft, solution_conversation, tokenize_conversation  # noqa: E402
@@ -92,7 +93,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    settings = RLSection.of(config["rl"]).harness()
+    settings = HarnessSettings.for_rl(RLSection.of(config["rl"]))
     tasks = easy_tasks(args.tasks, args.seed)
     heldout, train = tasks[: args.heldout], tasks[args.heldout :]
     with tempfile.TemporaryDirectory() as tmp:

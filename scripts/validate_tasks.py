@@ -8,11 +8,13 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from tmax.generate.stage import validate_shard
 from tmax.logs import setup_logging
+from tmax.settings import SandboxSection
 
 setup_logging(snakemake.log[0])
 validate_shard(
     snakemake.input.tasks,
     snakemake.params.backend,
     snakemake.output[0],
-    workers=snakemake.config["sandbox"]["max_concurrency"],  # not a param: no rerun
+    # not a param: changing it reruns nothing
+    workers=SandboxSection.of(snakemake.config["sandbox"]).max_concurrency,
 )

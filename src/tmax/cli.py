@@ -32,6 +32,7 @@ from tmax.config import ConfigError, config_hash, load_config
 from tmax.harness import HARNESSES
 from tmax.logs import setup_logging
 from tmax.sandbox import BACKENDS
+from tmax.settings import DatasetsSection, SamplerSection
 from tmax.tasks import TaskFormatError, read_task
 from tmax.taxonomy import SamplerError, TaxonomyError
 
@@ -39,7 +40,8 @@ from tmax.taxonomy import SamplerError, TaxonomyError
 def _config_check(args: argparse.Namespace) -> int:
     for path in args.configs:
         config = load_config(path)
-        print(f"{path}: ok (hash {config_hash(config)}, {config['sampler']['n_specs']:,} specs)")
+        specs = SamplerSection.of(config["sampler"]).n_specs
+        print(f"{path}: ok (hash {config_hash(config)}, {specs:,} specs)")
     return 0
 
 
@@ -82,7 +84,8 @@ def _datasets_convert(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         entry = source_entry(config, args.name)
         seed = config["seed"] if args.seed is None else args.seed
-        sample = entry["sample"] if "sample" in entry else config["datasets"]["sample"]
+        default = DatasetsSection.of(config["datasets"]).sample
+        sample = entry.get("sample", default)  # the entry's own, else datasets.sample
     else:
         if not (args.layout and (args.path or args.git or args.hf)):
             raise ValueError("without --config, give --layout and one of --path, --git, --hf")

@@ -6,21 +6,20 @@ schema's, read from it (:func:`tmax.config.schema_default`): written once. A val
 kept as the validated config holds it (the validator already gave it the schema's
 type), so an object written back (:meth:`RLSection.asdict`) is the section byte for byte.
 
-``RLSettings`` (tmax.rl.trainer) is the recipe part the checkpoint marker hashes;
-:meth:`RLSection.recipe` builds it."""
+The module imports nothing of tmax but the config, so that any module can take its
+section's object without an import circle. What is built from a section lives beside
+what it builds: ``RLSettings.from_config(rl, seed)`` (tmax.rl.trainer, the recipe part
+the checkpoint marker hashes), ``HarnessSettings.for_rl(rl)`` (tmax.harness, the
+episode budgets of RL rollouts)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from tmax.config import ConfigError, schema_default
-
-if TYPE_CHECKING:
-    from tmax.harness import HarnessSettings
-    from tmax.rl.trainer import RLSettings
 
 Section = TypeVar("Section", bound="_Settings")
 
@@ -58,8 +57,16 @@ class _Settings:
             raise ConfigError([f"'{where}.{key}' is not a setting" for key in unknown])
         return cls(**{key: cls._convert(key, value) for key, value in values.items()})
 
+    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {}
+    """The keys that hold a section of their own, and its class."""
+    UNSET: ClassVar[frozenset[str]] = frozenset()
+    """Keys the schema gives no default: None while the config leaves them out, and
+    then left out again by :meth:`asdict`."""
+
     @classmethod
     def _convert(cls, key: str, value: Any) -> Any:
+        if key in cls.NESTED:
+            return cls.NESTED[key].of(value)
         return tuple(value) if isinstance(value, list) else value
 
     def asdict(self) -> dict[str, Any]:
@@ -68,6 +75,8 @@ class _Settings:
         out = {}
         for f in sorted(dataclasses.fields(self), key=lambda f: f.name):
             value = getattr(self, f.name)
+            if value is None and f.name in self.UNSET:
+                continue
             if isinstance(value, _Settings):
                 value = value.asdict()
             elif isinstance(value, tuple):
@@ -159,33 +168,235 @@ class RLSection(_Settings):
     sft: SFTSection = field(default_factory=SFTSection)
 
     PATH = ("rl",)
+    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {"sft": SFTSection}
 
-    @classmethod
-    def _convert(cls, key: str, value: Any) -> Any:
-        if key == "sft":
-            return SFTSection.of(value)
-        return super()._convert(key, value)
 
-    def recipe(self, seed: int) -> RLSettings:
-        """The trainer's settings (the part the checkpoint marker hashes)."""
-        from tmax.rl.trainer import RLSettings
+# --- the other sections ------------------------------------------------------------------
 
-        return RLSettings.from_config(self.asdict(), seed=seed)
 
-    def harness(self) -> HarnessSettings:
-        """The episode budgets of RL rollouts (and of the SFT prompts, which only use
-        max_tool_calls: it is written into the task prompt)."""
-        from tmax.harness import HarnessSettings
+@dataclass(frozen=True)
+class SkillsSection(_Settings):
+    """``sampler.primitive_skills``: how many primitive skills a spec draws, and from
+    where."""
 
-        return HarnessSettings(
-            max_tool_calls=self.max_tool_calls,
-            max_turn_tokens=self.max_turn_tokens,
-            max_total_tokens=self.max_total_tokens,
-            temperature=self.temperature,
-            interleaved_thinking=True,
-            max_format_errors=self.max_format_errors,
-            command_timeout_sec=float(self.command_timeout_sec),
-        )
+    min: int = _default("sampler", "primitive_skills", "min")
+    max: int = _default("sampler", "primitive_skills", "max")
+    scope: str = _default("sampler", "primitive_skills", "scope")
+
+    PATH = ("sampler", "primitive_skills")
+
+
+@dataclass(frozen=True)
+class SamplerSection(_Settings):
+    """``sampler``: the 9-axis spec sampler (resolved against a taxonomy by
+    :meth:`tmax.taxonomy.sampler.SamplerSettings.from_config`). A weight ``None`` is the
+    axis's own default (uniform, or the taxonomy's)."""
+
+    n_specs: int  # required: the schema gives it no default
+    shard_size: int = _default("sampler", "shard_size")
+    primitive_skills: SkillsSection = field(default_factory=SkillsSection)
+    domain_weights: Mapping[str, float] | None = _default("sampler", "domain_weights")
+    language_weights: Mapping[str, float] | None = _default("sampler", "language_weights")
+    task_complexity_weights: Mapping[str, float] | None = _default(
+        "sampler", "task_complexity_weights"
+    )
+    command_complexity_weights: Mapping[str, float] | None = _default(
+        "sampler", "command_complexity_weights"
+    )
+    fixture_mix: Mapping[str, float] | None = _default("sampler", "fixture_mix")
+    verifier_mix: Mapping[str, float] | None = _default("sampler", "verifier_mix")
+
+    PATH = ("sampler",)
+    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {"primitive_skills": SkillsSection}
+
+
+@dataclass(frozen=True)
+class LLMSection(_Settings):
+    """``generation.llm``: the LLM generator's request and accounting settings."""
+
+    max_retries: int = _default("generation", "llm", "max_retries")
+    backoff_sec: float = _default("generation", "llm", "backoff_sec")
+    temperature: float = _default("generation", "llm", "temperature")
+    max_tokens: int = _default("generation", "llm", "max_tokens")
+    cost_per_mtok_input: float = _default("generation", "llm", "cost_per_mtok_input")
+    cost_per_mtok_output: float = _default("generation", "llm", "cost_per_mtok_output")
+    cache_dir: str = _default("generation", "llm", "cache_dir")
+
+    PATH = ("generation", "llm")
+
+
+@dataclass(frozen=True)
+class GenerationSection(_Settings):
+    """``generation``: which backend writes the tasks (procedural or llm) and its
+    settings."""
+
+    backend: str = _default("generation", "backend")
+    tier: str = _default("generation", "tier")
+    endpoint: Mapping[str, Any] | None = None
+    """The llm backend's endpoint (``$defs/endpoint``); None when the config gives none."""
+    max_build_retries: int = _default("generation", "max_build_retries")
+    llm: LLMSection = field(default_factory=LLMSection)
+
+    PATH = ("generation",)
+    UNSET = frozenset({"endpoint"})
+    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {"llm": LLMSection}
+
+
+@dataclass(frozen=True)
+class SandboxSection(_Settings):
+    """``sandbox``: the backend every task runs in, how many at once, and its limits."""
+
+    backend: str = _default("sandbox", "backend")
+    max_concurrency: int = _default("sandbox", "max_concurrency")
+    limits: str = _default("sandbox", "limits")
+
+    PATH = ("sandbox",)
+
+
+@dataclass(frozen=True)
+class DecontaminationSection(_Settings):
+    """``decontamination``: the n-gram checks against the benchmarks, and what they
+    remove."""
+
+    ngram_sizes: tuple[int, ...] = _default("decontamination", "ngram_sizes")
+    benchmarks: tuple[str, ...] = _default("decontamination", "benchmarks")
+    on_missing_benchmark: str = _default("decontamination", "on_missing_benchmark")
+    boilerplate_min_items: int = _default("decontamination", "boilerplate_min_items")
+    remove_rule: str = _default("decontamination", "remove_rule")
+    remove_threshold: float = _default("decontamination", "remove_threshold")
+    remove_ngram: int = _default("decontamination", "remove_ngram")
+    self_test_leaks: int = _default("decontamination", "self_test_leaks")
+
+    PATH = ("decontamination",)
+
+
+@dataclass(frozen=True)
+class EvaluationSection(_Settings):
+    """``evaluation``: the grid (harnesses × benchmarks × variants × runs), the episode
+    budgets and sampling, and where the tasks come from."""
+
+    harnesses: tuple[str, ...] = _default("evaluation", "harnesses")
+    benchmarks: tuple[str, ...] = _default("evaluation", "benchmarks")
+    variants: tuple[str, ...] = _default("evaluation", "variants")
+    runs: int = _default("evaluation", "runs")
+    harness_runs: Mapping[str, int] = _default("evaluation", "harness_runs")
+    # sampling
+    temperature: float = _default("evaluation", "temperature")
+    top_p: float = _default("evaluation", "top_p")
+    seed: int | None = _default("evaluation", "seed")
+    # episodes
+    interleaved_thinking: bool = _default("evaluation", "interleaved_thinking")
+    max_tool_calls: int = _default("evaluation", "max_tool_calls")
+    max_turns: int | None = _default("evaluation", "max_turns")
+    max_turn_tokens: int = _default("evaluation", "max_turn_tokens")
+    max_total_tokens: int = _default("evaluation", "max_total_tokens")
+    max_format_errors: int = _default("evaluation", "max_format_errors")
+    command_timeout_sec: float = _default("evaluation", "command_timeout_sec")
+    network: str = _default("evaluation", "network")
+    prompts: str = _default("evaluation", "prompts")
+    # tasks
+    max_tasks: int | None = _default("evaluation", "max_tasks")
+    harness_max_tasks: Mapping[str, int] = _default("evaluation", "harness_max_tasks")
+    heldout_fraction: float = _default("evaluation", "heldout_fraction")
+    sources: Mapping[str, Any] = _default("evaluation", "sources")
+    # serving
+    concurrency: int | None = _default("evaluation", "concurrency")
+    engine: str = _default("evaluation", "engine")
+
+    PATH = ("evaluation",)
+
+
+@dataclass(frozen=True)
+class DatasetsSection(_Settings):
+    """``datasets``: the prior datasets converted for comparison, and the default
+    sample of each."""
+
+    sample: int | None = _default("datasets", "sample")
+    sources: tuple[Mapping[str, Any], ...] = _default("datasets", "sources")
+
+    PATH = ("datasets",)
+
+
+@dataclass(frozen=True)
+class LabellingSection(_Settings):
+    """``labelling``: the model that labels prior datasets' tasks on the taxonomy
+    (off while ``base_url`` is None)."""
+
+    base_url: str | None = _default("labelling", "base_url")
+    model: str | None = _default("labelling", "model")
+    api_key_env: str | None = _default("labelling", "api_key_env")
+    temperature: float = _default("labelling", "temperature")
+    max_tokens: int = _default("labelling", "max_tokens")
+    concurrency: int = _default("labelling", "concurrency")
+    max_retries: int = _default("labelling", "max_retries")
+    request_retries: int = _default("labelling", "request_retries")
+    timeout_sec: float = _default("labelling", "timeout_sec")
+    cache_dir: str = _default("labelling", "cache_dir")
+
+    PATH = ("labelling",)
+
+
+DIFFICULTY_BUDGETS = (
+    "temperature",
+    "interleaved_thinking",
+    "max_tool_calls",
+    "max_turn_tokens",
+    "max_total_tokens",
+    "max_format_errors",
+    "command_timeout_sec",
+)
+"""The episode budgets ``difficulty`` may set for itself (else evaluation's)."""
+
+
+@dataclass(frozen=True)
+class DifficultySection(_Settings):
+    """``difficulty``: the reference model, harness and runs that measure a prior
+    dataset's difficulty. A budget left None is evaluation's (the schema gives these
+    no default on purpose)."""
+
+    model: str | None = _default("difficulty", "model")
+    endpoint: Mapping[str, Any] | None = None
+    harness: str = _default("difficulty", "harness")
+    runs: int = _default("difficulty", "runs")
+    sample: int | None = _default("difficulty", "sample")
+    concurrency: int | None = _default("difficulty", "concurrency")
+    temperature: float | None = None
+    interleaved_thinking: bool | None = None
+    max_tool_calls: int | None = None
+    max_turn_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_format_errors: int | None = None
+    command_timeout_sec: float | None = None
+
+    PATH = ("difficulty",)
+    UNSET = frozenset({"endpoint", *DIFFICULTY_BUDGETS})
+
+
+@dataclass(frozen=True)
+class ReportSection(_Settings):
+    """``report``: the tables' formats, the reference model and the statistics."""
+
+    formats: tuple[str, ...] = _default("report", "formats")
+    reference_model: str | None = _default("report", "reference_model")
+    statistics: str = _default("report", "statistics")
+
+    PATH = ("report",)
+
+
+SECTIONS: Mapping[str, type[_Settings]] = {
+    "sampler": SamplerSection,
+    "generation": GenerationSection,
+    "sandbox": SandboxSection,
+    "decontamination": DecontaminationSection,
+    "evaluation": EvaluationSection,
+    "datasets": DatasetsSection,
+    "labelling": LabellingSection,
+    "difficulty": DifficultySection,
+    "report": ReportSection,
+}
+"""The top-level sections typed here, by name (``rl``, ``hardware`` and ``tracking``
+have their objects beside the code that owns them: :class:`RLSection`,
+:class:`tmax.rl.launch.plan.Hardware`, :class:`tmax.tracking.TrackingSettings`)."""
 
 
 RLValues: TypeAlias = "RLSection | Mapping[str, Any]"

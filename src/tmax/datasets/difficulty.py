@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tmax.config import schema_default
 from tmax.evaluate.metrics import GroupSummary, summarize
@@ -32,6 +32,7 @@ from tmax.evaluate.trial import SandboxFactory
 from tmax.harness import HARNESSES, HarnessSettings
 from tmax.models.client import ChatModel
 from tmax.sandbox import BackendName, default_backend
+from tmax.settings import DifficultySection, EvaluationSection, SandboxSection
 from tmax.tasks import TaskFormatError, read_task
 
 log = logging.getLogger("tmax.datasets.difficulty")
@@ -69,22 +70,24 @@ class DifficultySettings:
     def from_config(cls, config: Mapping[str, Any]) -> DifficultySettings:
         """Resolve from a validated config; raises :class:`DifficultyConfigError`
         naming the key when the reference model is ambiguous or unknown."""
-        section = dict(config.get("difficulty") or {})
-        evaluation = dict(config.get("evaluation") or {})
-        sandbox = dict(config.get("sandbox") or {})
+        section = DifficultySection.of(config.get("difficulty") or {})
+        evaluation = EvaluationSection.of(config.get("evaluation") or {})
+        sandbox = SandboxSection.of(config.get("sandbox") or {})
         # Episode budgets: difficulty.<key> when set, else evaluation.<key>.
-        budgets = {key: section.get(key, evaluation.get(key)) for key in HARNESS_SETTINGS}
+        budgets = {
+            key: getattr(evaluation, key) if getattr(section, key, None) is None
+            else getattr(section, key)
+            for key in HARNESS_SETTINGS
+        }  # fmt: skip
         model, off_reason = _reference_model(section, config.get("models") or [])
-        concurrency = (section.get("concurrency") or sandbox.get("max_concurrency")
-                       or cls.concurrency)  # fmt: skip
         return cls(
             model=model,
-            harness=str(section.get("harness", cls.harness)),
-            runs=int(section.get("runs", cls.runs)),
-            sample=section.get("sample", cls.sample),
-            concurrency=int(concurrency),
-            engine=str(evaluation.get("engine", cls.engine)),
-            backend=sandbox.get("backend") or default_backend(),
+            harness=str(section.harness),
+            runs=int(section.runs),
+            sample=section.sample,
+            concurrency=int(section.concurrency or sandbox.max_concurrency),
+            engine=str(evaluation.engine),
+            backend=cast(BackendName, sandbox.backend),
             budgets=budgets,
             off_reason=off_reason,
         )
@@ -105,9 +108,9 @@ class DifficultySettings:
 
 
 def _reference_model(
-    section: Mapping[str, Any], models: Sequence[Mapping[str, Any]]
+    section: DifficultySection, models: Sequence[Mapping[str, Any]]
 ) -> tuple[dict[str, Any] | None, str | None]:
-    name, endpoint = section.get("model"), section.get("endpoint")
+    name, endpoint = section.model, section.endpoint
     if name and endpoint:
         raise DifficultyConfigError(
             "difficulty.model and difficulty.endpoint are both set; give one: the name of "

@@ -33,11 +33,13 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from tmax.config import schema_default
 from tmax.generate.llm.cache import CallCache
 from tmax.generate.llm.endpoint import GeneratorClient
 from tmax.generate.llm.settings import LLMSettings
 from tmax.logs import progress_bar
 from tmax.models.client import ChatModel, ContextLengthExceeded
+from tmax.settings import LabellingSection
 from tmax.taxonomy.balance import balance_score
 from tmax.taxonomy.model import Taxonomy
 
@@ -46,7 +48,7 @@ log = logging.getLogger("tmax.datasets.labels")
 LABELLER_VERSION = "labels/1"
 BASE_URL_ENV = "TMAX_LABELLER_BASE_URL"
 MODEL_ENV = "TMAX_LABELLER_MODEL"
-DEFAULT_CACHE_DIR = "results/cache/labels"
+DEFAULT_CACHE_DIR: str = schema_default("labelling", "cache_dir")
 PROMPT_FILES = ("label.md", "label_retry.md")
 MAX_SKILL_TYPES = 3
 MAX_INSTRUCTION_CHARS = 12_000
@@ -69,15 +71,15 @@ class LabelError(ValueError):
 class LabelSettings:
     """The ``labelling`` config section; ``base_url`` None means labelling is off."""
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = 256
-    concurrency: int = 4
-    max_retries: int = 2
-    request_retries: int = 5
-    timeout_sec: float = 120.0
+    base_url: str | None = schema_default("labelling", "base_url")
+    model: str | None = schema_default("labelling", "model")
+    api_key_env: str | None = schema_default("labelling", "api_key_env")
+    temperature: float = float(schema_default("labelling", "temperature"))
+    max_tokens: int = schema_default("labelling", "max_tokens")
+    concurrency: int = schema_default("labelling", "concurrency")
+    max_retries: int = schema_default("labelling", "max_retries")
+    request_retries: int = schema_default("labelling", "request_retries")
+    timeout_sec: float = float(schema_default("labelling", "timeout_sec"))
     cache_dir: str = DEFAULT_CACHE_DIR
 
     @classmethod
@@ -87,10 +89,9 @@ class LabelSettings:
         """Resolve from a validated config; ``$TMAX_LABELLER_BASE_URL`` and
         ``$TMAX_LABELLER_MODEL`` win over the config when set."""
         environ = os.environ if environ is None else environ
-        section = dict(config.get("labelling") or {})
-        defaults = cls()
-        base_url = environ.get(BASE_URL_ENV) or section.get("base_url")
-        model = environ.get(MODEL_ENV) or section.get("model")
+        section = LabellingSection.of(config.get("labelling") or {})
+        base_url = environ.get(BASE_URL_ENV) or section.base_url
+        model = environ.get(MODEL_ENV) or section.model
         if base_url and not model:
             raise ValueError(
                 f"labelling.base_url is {base_url!r} but no model is set: give "
@@ -99,14 +100,14 @@ class LabelSettings:
         return cls(
             base_url=base_url,
             model=model,
-            api_key_env=section.get("api_key_env"),
-            temperature=float(section.get("temperature", defaults.temperature)),
-            max_tokens=int(section.get("max_tokens", defaults.max_tokens)),
-            concurrency=int(section.get("concurrency", defaults.concurrency)),
-            max_retries=int(section.get("max_retries", defaults.max_retries)),
-            request_retries=int(section.get("request_retries", defaults.request_retries)),
-            timeout_sec=float(section.get("timeout_sec", defaults.timeout_sec)),
-            cache_dir=str(section.get("cache_dir", defaults.cache_dir)),
+            api_key_env=section.api_key_env,
+            temperature=float(section.temperature),
+            max_tokens=int(section.max_tokens),
+            concurrency=int(section.concurrency),
+            max_retries=int(section.max_retries),
+            request_retries=int(section.request_retries),
+            timeout_sec=float(section.timeout_sec),
+            cache_dir=str(section.cache_dir),
         )
 
     @property

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from tmax.evaluate.runner import plan_trials, run_trials
 from tmax.evaluate.trial import task_checksum
 from tmax.harness import HarnessSettings
 from tmax.io import write_json
+from tmax.settings import EvaluationSection
 
 T = TypeVar("T")
 
@@ -124,6 +125,8 @@ validated config always has them."""
 
 
 def settings_from_config(evaluation: Mapping[str, Any]) -> HarnessSettings:
+    """The harness settings of a mapping of :data:`HARNESS_SETTINGS` (an evaluation
+    job's params, difficulty's resolved budgets)."""
     settings = {
         key: evaluation[key]
         for key in HARNESS_SETTINGS
@@ -133,15 +136,43 @@ def settings_from_config(evaluation: Mapping[str, Any]) -> HarnessSettings:
     return HarnessSettings(**settings)
 
 
-def run_settings(evaluation: Mapping[str, Any]) -> dict[str, Any]:
+def run_settings(evaluation: EvaluationSection | Mapping[str, Any]) -> dict[str, Any]:
     """What one evaluation run's result depends on: the harness settings and the engine
     that serves the model. Not the lists it was chosen from (runs, variants,
     benchmarks, harnesses), nor concurrency, nor where tasks come from (the task list
-    is the job's input); the workflow's evaluation jobs take exactly these as params."""
-    settings = {key: evaluation[key] for key in (*HARNESS_SETTINGS, "engine", "network")}
-    if evaluation.get("seed") is not None:
-        settings["seed"] = evaluation["seed"]
+    is the job's input); the workflow's evaluation jobs take exactly these as params
+    (plain values: Snakemake tracks a param only if it can ``repr`` it)."""
+    section = EvaluationSection.of(evaluation)
+    settings = {key: getattr(section, key) for key in (*HARNESS_SETTINGS, "engine", "network")}
+    if section.seed is not None:
+        settings["seed"] = section.seed
     return settings
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One evaluation run's settings, as its job gets them (:func:`run_settings`, with
+    rules/common.smk's per-harness task cap)."""
+
+    harness: HarnessSettings
+    engine: str
+    network: str
+    seed: int | None = None
+    """The sampling seed of every trial (None: each trial's own, from its name)."""
+    max_tasks: int | None = None
+    """This harness's cap (evaluation.harness_max_tasks, resolved for its jobs only)."""
+
+    @classmethod
+    def of(cls, params: RunSettings | Mapping[str, Any]) -> RunSettings:
+        if isinstance(params, RunSettings):
+            return params
+        return cls(
+            harness=settings_from_config(params),
+            engine=params["engine"],
+            network=params["network"],
+            seed=params.get("seed"),
+            max_tasks=params.get("harness_max_tasks"),
+        )
 
 
 @contextlib.contextmanager
@@ -155,7 +186,7 @@ def serve_model(
     """A chat client for a config ``models`` entry: its endpoint when it has one, else
     a server started for the job (``transformers serve`` on CPU with ``threads`` CPU
     threads, ``vllm serve`` on GPU) and stopped afterwards."""
-    from tmax.models.client import CompletionsChatModel, OpenAIChatModel
+    from tmax.models.client import ENDPOINT_TIMEOUT_SEC, CompletionsChatModel, OpenAIChatModel
     from tmax.models.serve import ModelServer
 
     endpoint = model.get("endpoint")
@@ -164,7 +195,7 @@ def serve_model(
             endpoint["base_url"],
             endpoint.get("model", model["name"]),
             api_key_env=endpoint.get("api_key_env"),
-            timeout_sec=endpoint.get("timeout_sec", 600),
+            timeout_sec=endpoint.get("timeout_sec", ENDPOINT_TIMEOUT_SEC),
         )
         return
     if engine == "vllm":
@@ -214,7 +245,7 @@ def evaluate_run(
     model_dir: Path | None,
     harness: str,
     run: int,
-    evaluation: Mapping[str, Any],
+    evaluation: RunSettings | Mapping[str, Any],
     backend: str,
     output: Path,
     *,
@@ -224,17 +255,15 @@ def evaluate_run(
     """Run every task of a benchmark once under ``harness`` and summarise the run."""
     from tmax.sandbox.episode import sandbox_for_task
 
+    evaluation = RunSettings.of(evaluation)
     manifest = json.loads(manifest_path.read_text())
-    # This harness's cap (evaluation.harness_max_tasks, which rules/common.smk resolves
-    # to one number for this harness's jobs only)
-    cap = evaluation.get("harness_max_tasks")
-    tasks = stable_subset(manifest["tasks"], cap, name=lambda t: t["name"])
+    tasks = stable_subset(manifest["tasks"], evaluation.max_tasks, name=lambda t: t["name"])
     if len(tasks) < len(manifest["tasks"]):
         log.info("%s: %d of the benchmark's %d task(s) (evaluation.harness_max_tasks)",
                  harness, len(tasks), len(manifest["tasks"]))  # fmt: skip
-    settings = settings_from_config(evaluation)
-    network = evaluation["network"]  # run_settings always gives it (the schema default)
-    seed = evaluation.get("seed")
+    settings = evaluation.harness
+    network = evaluation.network
+    seed = evaluation.seed
     root = trials_dir(output.parent, settings, model, backend, network, seed)
     specs = plan_trials(
         ((Path(t["path"]), t["name"], t.get("domain")) for t in tasks),
@@ -247,7 +276,7 @@ def evaluate_run(
     run_id = os.environ.get("TMAX_RUN_ID") or f"eval-{os.getpid()}"
     # The server gets the job's threads (one per trial played at once).
     with serve_model(
-        model, model_dir, evaluation["engine"], server_log, threads=concurrency
+        model, model_dir, evaluation.engine, server_log, threads=concurrency
     ) as client:
         if harness in HARBOR_AGENTS:  # Harbor's own agent code, through our sandboxes
             endpoint = model.get("endpoint") or {}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tmax.sandbox.images import definitions_dir
+from tmax.settings import GenerationSection
 
 _PACKAGE = Path(__file__).parent
 _ROOT = _PACKAGE.parent  # the tmax package
@@ -51,7 +52,7 @@ def generation_params(config: Mapping[str, Any]) -> dict[str, Any]:
     a hash of its prompt files (empty for the procedural backend). Snakemake then
     reruns just the shards whose specs, prompts or generator settings changed, while
     the model-call cache (outside the outputs) answers every unchanged call."""
-    if config.get("generation", {}).get("backend") != "llm":
+    if GenerationSection.of(config.get("generation", {})).backend != "llm":
         return {}
     from tmax.generate.llm.settings import LLMSettings
 

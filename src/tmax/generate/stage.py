@@ -20,6 +20,7 @@ from tmax.generate.llm.reasons import QUARANTINE_REASONS
 from tmax.generate.procedural import GenerationError, render_task
 from tmax.generate.validate import validate_tasks
 from tmax.io import atomic_path, write_json, write_text
+from tmax.settings import GenerationSection
 from tmax.tasks import Task, read_task, write_task
 from tmax.taxonomy import AXES, balance_score, load_taxonomy, read_specs
 
@@ -60,7 +61,7 @@ def generate_for_backend(
     """The generation stage for the configured backend (``config``: the validated
     workflow config, which the llm backend reads its endpoint and settings from)."""
     if backend == "procedural":
-        tier = (config or {}).get("generation", {}).get("tier", "full")
+        tier = GenerationSection.of((config or {}).get("generation", {})).tier
         return generate_shard(specs_path, output_dir, seed, tier)
     if backend == "llm":
         from tmax.generate.llm.settings import LLMSettings

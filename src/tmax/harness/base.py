@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, ClassVar
 
+from tmax.config import schema_default
 from tmax.harness.trajectory import Trajectory
 from tmax.models.client import (
     ChatModel,
@@ -36,6 +37,7 @@ from tmax.models.client import (
     Usage,
 )
 from tmax.sandbox.base import ExecResult, Sandbox, SandboxDied
+from tmax.settings import RLSection
 
 log = logging.getLogger("tmax.harness")
 
@@ -46,27 +48,42 @@ SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 @dataclass(frozen=True)
 class HarnessSettings:
     """Budgets and sampling for one episode (paper §4: 64 tool calls, 16,384 tokens per
-    turn, 65,536 in all, interleaved thinking on)."""
+    turn, 65,536 in all, interleaved thinking on); the defaults are the ``evaluation``
+    section's (the schema's)."""
 
-    max_tool_calls: int = 64
-    max_turn_tokens: int = 16384
-    max_total_tokens: int = 65536
-    temperature: float | None = 0.7
+    max_tool_calls: int = schema_default("evaluation", "max_tool_calls")
+    max_turn_tokens: int = schema_default("evaluation", "max_turn_tokens")
+    max_total_tokens: int = schema_default("evaluation", "max_total_tokens")
+    temperature: float | None = schema_default("evaluation", "temperature")
     """0 is greedy; None leaves it to the endpoint."""
     top_p: float | None = None
     """Nucleus sampling's mass (None: the endpoint's default, 1 on every engine we
-    serve)."""
-    interleaved_thinking: bool = True
-    max_format_errors: int = 64
-    command_timeout_sec: float = 120.0
+    serve; evaluation.top_p, whose default is 1, sends it)."""
+    interleaved_thinking: bool = schema_default("evaluation", "interleaved_thinking")
+    max_format_errors: int = schema_default("evaluation", "max_format_errors")
+    command_timeout_sec: float = float(schema_default("evaluation", "command_timeout_sec"))
     observation_chars: int = 10_000
-    """Observations longer than this keep their first and last half."""
-    max_turns: int | None = None
+    """Observations longer than this keep their first and last half (not a setting)."""
+    max_turns: int | None = schema_default("evaluation", "max_turns")
     """A cap on model calls below each harness's own rule (:attr:`Harness.turn_limit`;
     None: no cap but the harness's)."""
-    prompts: str = "own"
+    prompts: str = schema_default("evaluation", "prompts")
     """``own`` (our templates) or ``upstream`` (the upstream agent's, read from its
     installed package at run time: tmax.harness.upstream)."""
+
+    @classmethod
+    def for_rl(cls, rl: RLSection) -> HarnessSettings:
+        """The episode budgets of RL rollouts (and of the SFT prompts, which only use
+        max_tool_calls: it is written into the task prompt)."""
+        return cls(
+            max_tool_calls=rl.max_tool_calls,
+            max_turn_tokens=rl.max_turn_tokens,
+            max_total_tokens=rl.max_total_tokens,
+            temperature=rl.temperature,
+            interleaved_thinking=True,
+            max_format_errors=rl.max_format_errors,
+            command_timeout_sec=float(rl.command_timeout_sec),
+        )
 
     @property
     def turn_limit(self) -> int:

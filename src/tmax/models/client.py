@@ -173,6 +173,11 @@ class SeededModel:
         )  # fmt: skip
 
 
+ENDPOINT_TIMEOUT_SEC = 600.0
+"""How long a request to an endpoint may take when its config entry gives no
+``timeout_sec`` (the schema's endpoint has no defaults: they would be written into every
+``models[].endpoint``, which is a param of that model's evaluations)."""
+
 _CONTEXT_HINTS = ("context length", "maximum context", "context_length", "too long", "max_tokens")
 
 
@@ -186,7 +191,7 @@ class OpenAIChatModel:
         *,
         api_key: str | None = None,
         api_key_env: str | None = None,
-        timeout_sec: float = 600.0,
+        timeout_sec: float = ENDPOINT_TIMEOUT_SEC,
         retry: RetryPolicy | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:

@@ -182,13 +182,14 @@ def _sft_examples(
     RL's ``max_train_tasks``: SFT teaches reading tasks from many, RL may work a few)
     and their expert episodes, tokenised."""
     rl = RLSection.of(rl)
+    from tmax.harness import HarnessSettings
     from tmax.rl.sft import solution_conversation, tokenize_conversation
 
     rows = training_rows(
         tasks, heldout_fraction=heldout_fraction, seed=seed, limit=rl.sft.max_tasks,
         removed=removed, with_solution=True,
     )  # fmt: skip
-    settings = rl.harness()
+    settings = HarnessSettings.for_rl(rl)
     examples = []
     for row in rows:
         messages, tools = solution_conversation(row["instruction"], solution_of(row), settings)
@@ -297,13 +298,13 @@ def rl_train(
     from tmax.rl.engines.remote import EngineSettings, closed, prepare_server_dir
     from tmax.rl.launch.ranks import launch_ranks, placement, split_nodes, start_engine_servers
     from tmax.rl.select import publish_snapshots, snapshot_steps
-    from tmax.rl.trainer import write_run_summary
+    from tmax.rl.trainer import RLSettings, write_run_summary
 
     where = placement()
     rows, pool = rl_pool(model_dir, tasks, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
                          threads=threads, removed=removed)  # fmt: skip
     task_ids = [r["task_id"] for r in rows]
-    settings = rl.recipe(seed)
+    settings = RLSettings.from_config(rl, seed)
     arguments: dict[str, Any] = {
         "model_dir": str(model_dir),
         "tasks_root": str(tasks_root),
@@ -431,11 +432,11 @@ def train_rank(
         load_partitioned,
     )
     from tmax.rl.select import snapshot_name, snapshot_steps
-    from tmax.rl.trainer import Trainer
+    from tmax.rl.trainer import RLSettings, Trainer
     from tmax.rl.weights.streaming import SnapshotSink
 
     torch.set_num_threads(threads)
-    settings = rl.recipe(seed)
+    settings = RLSettings.from_config(rl, seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     learner: Learner
     main = True
@@ -534,6 +535,7 @@ def _rollout_side(
     the launcher started (``servers``), else ``rl.engines_per_node`` of them (default
     one) started here, beside this rank, and stopped when the engine is closed."""
     from tmax.benchmarks import heldout as generated_tasks
+    from tmax.harness import HarnessSettings
     from tmax.rl.engines.local import TransformersEngine
     from tmax.rl.engines.remote import (
         EngineSettings,
@@ -568,7 +570,7 @@ def _rollout_side(
     else:
         engine = TransformersEngine(model_dir, tokenizer)
     env = TaskEnvironment(
-        dirs, tokenizer, rl.harness(), backend=backend,
+        dirs, tokenizer, HarnessSettings.for_rl(rl), backend=backend,
         # Every episode of a group at once by default: their turns share engine batches.
         workers=rl.rollout_workers or rl.group_size,
         run_id=os.environ.get("TMAX_RUN_ID") or f"rl-{os.getpid()}",

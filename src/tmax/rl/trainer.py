@@ -65,6 +65,7 @@ from tmax.rl.loss import (
     zero_std_groups,
 )
 from tmax.rl.weights.streaming import MIB, WeightSink, stream_weights
+from tmax.settings import RLSection
 from tmax.tracking import Tracker, job_tracker
 
 log = logging.getLogger("tmax.rl")
@@ -121,7 +122,10 @@ class RLSettings:
     seed: int = 0
 
     @classmethod
-    def from_config(cls, rl: Mapping[str, Any], seed: int) -> RLSettings:
+    def from_config(cls, rl: RLSection | Mapping[str, Any], seed: int) -> RLSettings:
+        """The recipe part of a model's rl section (the object or its mapping)."""
+        if isinstance(rl, RLSection):
+            rl = rl.asdict()
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in rl.items() if k in known}, seed=seed)
 

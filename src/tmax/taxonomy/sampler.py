@@ -23,7 +23,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tmax.config import schema_default
 from tmax.io import atomic_path
+from tmax.settings import SamplerSection
 from tmax.taxonomy.model import Taxonomy
 
 AXES = (
@@ -95,9 +97,9 @@ class SamplerSettings:
 
     seed: int
     n_specs: int
-    min_skills: int = 3
-    max_skills: int = 5
-    skill_scope: str = "domain"
+    min_skills: int = schema_default("sampler", "primitive_skills", "min")
+    max_skills: int = schema_default("sampler", "primitive_skills", "max")
+    skill_scope: str = schema_default("sampler", "primitive_skills", "scope")
     domain_weights: Mapping[str, float] = field(default_factory=dict)
     language_weights: Mapping[str, float] = field(default_factory=dict)
     task_complexity_weights: Mapping[str, float] = field(default_factory=dict)
@@ -108,11 +110,11 @@ class SamplerSettings:
     @classmethod
     def from_config(cls, config: Mapping[str, Any], taxonomy: Taxonomy) -> SamplerSettings:
         """Resolve weights (``null`` → uniform or the taxonomy's) and check them."""
-        sampler = config["sampler"]
-        skills = sampler.get("primitive_skills", {})
+        sampler = SamplerSection.of(config["sampler"])
+        skills = sampler.primitive_skills
 
         def weights(key: str, axis: str, default: Mapping[str, float] | None = None) -> dict:
-            given = sampler.get(key)
+            given = getattr(sampler, key)
             allowed = taxonomy.categories(axis)
             if given is None:
                 return dict(default) if default else dict.fromkeys(allowed, 1.0)
@@ -129,10 +131,10 @@ class SamplerSettings:
 
         settings = cls(
             seed=int(config["seed"]),
-            n_specs=int(sampler["n_specs"]),
-            min_skills=int(skills.get("min", 3)),
-            max_skills=int(skills.get("max", 5)),
-            skill_scope=str(skills.get("scope", "domain")),
+            n_specs=int(sampler.n_specs),
+            min_skills=int(skills.min),
+            max_skills=int(skills.max),
+            skill_scope=str(skills.scope),
             domain_weights=weights("domain_weights", "domain"),
             language_weights=weights("language_weights", "language", taxonomy.language_weights),
             task_complexity_weights=weights("task_complexity_weights", "task_complexity"),

@@ -7,11 +7,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tmax.config import schema_default
 from tmax.generate.llm.prompts import prompts_fingerprint
+from tmax.models.client import ENDPOINT_TIMEOUT_SEC
 from tmax.sandbox import BackendName, default_backend
+from tmax.settings import GenerationSection, SandboxSection
 
 BASE_URL_ENV = "TMAX_GENERATOR_BASE_URL"
 MODEL_ENV = "TMAX_GENERATOR_MODEL"
@@ -27,7 +29,8 @@ class LLMSettings:
     base_url: str
     api_key_env: str | None = None
     concurrency: int = 8
-    timeout_sec: float = 600.0
+    """Requests at once when the endpoint gives no ``max_concurrency``."""
+    timeout_sec: float = ENDPOINT_TIMEOUT_SEC
     max_retries: int = schema_default("generation", "llm", "max_retries")
     backoff_sec: float = schema_default("generation", "llm", "backoff_sec")
     temperature: float = schema_default("generation", "llm", "temperature")
@@ -46,10 +49,10 @@ class LLMSettings:
         """Resolve from a validated config; ``$TMAX_GENERATOR_BASE_URL`` and
         ``$TMAX_GENERATOR_MODEL`` win over the config's endpoint when set."""
         environ = os.environ if environ is None else environ
-        generation = config.get("generation", {})
-        endpoint = generation.get("endpoint") or {}
-        llm = generation.get("llm") or {}
-        sandbox = config.get("sandbox", {})
+        generation = GenerationSection.of(config.get("generation", {}))
+        endpoint = generation.endpoint or {}
+        llm = generation.llm
+        sandbox = SandboxSection.of(config.get("sandbox", {}))
         base_url = environ.get(BASE_URL_ENV) or endpoint.get("base_url")
         model = environ.get(MODEL_ENV) or endpoint.get("model")
         if not base_url or not model:
@@ -64,16 +67,16 @@ class LLMSettings:
             api_key_env=endpoint.get("api_key_env"),
             concurrency=int(endpoint.get("max_concurrency", cls.concurrency)),
             timeout_sec=float(endpoint.get("timeout_sec", cls.timeout_sec)),
-            max_retries=int(llm.get("max_retries", cls.max_retries)),
-            backoff_sec=float(llm.get("backoff_sec", cls.backoff_sec)),
-            temperature=float(llm.get("temperature", cls.temperature)),
-            max_tokens=int(llm.get("max_tokens", cls.max_tokens)),
-            build_retries=int(generation.get("max_build_retries", cls.build_retries)),
-            cost_per_mtok_input=float(llm.get("cost_per_mtok_input", cls.cost_per_mtok_input)),
-            cost_per_mtok_output=float(llm.get("cost_per_mtok_output", cls.cost_per_mtok_output)),
-            cache_dir=str(llm.get("cache_dir", DEFAULT_CACHE_DIR)),
-            sandbox_backend=sandbox.get("backend") or default_backend(),
-            sandbox_concurrency=int(sandbox.get("max_concurrency", cls.sandbox_concurrency)),
+            max_retries=int(llm.max_retries),
+            backoff_sec=float(llm.backoff_sec),
+            temperature=float(llm.temperature),
+            max_tokens=int(llm.max_tokens),
+            build_retries=int(generation.max_build_retries),
+            cost_per_mtok_input=float(llm.cost_per_mtok_input),
+            cost_per_mtok_output=float(llm.cost_per_mtok_output),
+            cache_dir=str(llm.cache_dir),
+            sandbox_backend=cast(BackendName, sandbox.backend),
+            sandbox_concurrency=int(sandbox.max_concurrency),
         )
 
     @classmethod

@@ -95,10 +95,11 @@ def choose_pool(
 ) -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
     """The ``limit`` rows most likely to give informative groups under ``model`` (ties:
     by task id), one per reference solution, and every row's estimate, best first."""
+    from tmax.harness import HarnessSettings
     from tmax.rl.sft import solution_conversation, solution_of, tokenize_conversation
 
     rl = RLSection.of(rl)
-    settings = rl.harness()
+    settings = HarnessSettings.for_rl(rl)
     temperature = float(rl.temperature)
     group = rl.group_size
     solutions = [solution_of(row) for row in rows]

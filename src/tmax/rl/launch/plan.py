@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from tmax.config import ConfigError, schema_default
 from tmax.rl.recipe import config_model, rl_settings
 from tmax.settings import RLSection, RLValues
 
@@ -99,17 +100,27 @@ class PlanError(ValueError):
 class Hardware:
     """One node type of the cluster (config section ``hardware``)."""
 
-    gpu_memory_gib: float = 79.6  # H100 80 GB: 81,559 MiB as nvidia-smi reports it
-    gpus_per_node: int = 8
-    host_memory_gib: float = 1000.0
-    gpu_reserve_gib: float = 2.5  # CUDA context, NCCL buffers, allocator fragmentation
-    rank_host_gib: float = 6.0  # one rank's process: CUDA/torch/NCCL host side, pinned buffers
-    sandbox_memory_gib: float = 1.0  # one task sandbox (container + its services)
+    gpu_memory_gib: float = schema_default("hardware", "gpu_memory_gib")
+    """An H100 80 GB: 81,559 MiB as nvidia-smi reports it."""
+    gpus_per_node: int = schema_default("hardware", "gpus_per_node")
+    host_memory_gib: float = schema_default("hardware", "host_memory_gib")
+    gpu_reserve_gib: float = schema_default("hardware", "gpu_reserve_gib")
+    """CUDA context, NCCL buffers, allocator fragmentation."""
+    rank_host_gib: float = schema_default("hardware", "rank_host_gib")
+    """One rank's process: CUDA/torch/NCCL host side, pinned buffers."""
+    sandbox_memory_gib: float = schema_default("hardware", "sandbox_memory_gib")
+    """One task sandbox (container and its services)."""
+    plan_check: bool = schema_default("hardware", "plan_check")
+    """Fail the DAG's build when a plan does not fit (else only warn)."""
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | None) -> Hardware:
-        known = {k: v for k, v in (section or {}).items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        """The ``hardware`` section (a key it does not have is an error)."""
+        section = section or {}
+        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigError([f"'hardware.{key}' is not a setting" for key in unknown])
+        return cls(**section)
 
 
 @dataclass(frozen=True)
@@ -806,7 +817,7 @@ def check_config(config: Mapping[str, Any], models: list[str] | None = None) -> 
     """Plan every trained model (or those named) on a multi-node GPU layout; raise
     :class:`PlanError` naming each model, what does not fit and the knob, when any does
     not fit and ``hardware.plan_check`` is on (the default)."""
-    if not (config.get("hardware") or {}).get("plan_check", True):
+    if not Hardware.from_config(config.get("hardware")).plan_check:
         return []
     plans, _ = plan_config(config, models, gpu_only=True)
     _raise_if_unfit(plans)
@@ -885,7 +896,7 @@ def write_plan(
         log.info("%s", format_plan(plan))
         for line in plan.warnings():
             log.warning("%s", line)
-    if config["hardware"].get("plan_check", True):
+    if Hardware.from_config(config["hardware"]).plan_check:
         try:
             _raise_if_unfit(plans)
         except PlanError as error:
