@@ -236,6 +236,19 @@ BUILT_FROM_SECTIONS = {
     ),
     "Hardware": ("src/tmax/rl/launch/plan.py", ("hardware",), {}),
     "TrackingSettings": ("src/tmax/tracking.py", ("tracking",), {}),
+    "EngineSettings": (
+        "src/tmax/rl/engines/remote.py",
+        ("rl",),
+        {
+            "tensor_parallel": ("rl", "engine_tensor_parallel"),
+            "dtype": ("rl", "engine_dtype"),
+            "options": ("rl", "engine_options"),
+            "ready_timeout": ("rl", "engine_start_timeout_sec"),
+            "untrained": ("rl", "engine_untrained_weights"),
+            "max_model_len": None,
+            "threads": None,
+        },  # max_model_len None: the model's own length; threads: the job's (from_config)
+    ),
     # top_p None is the endpoint's own default, not evaluation.top_p's 1 (RL sends none)
     "HarnessSettings": ("src/tmax/harness/base.py", ("evaluation",), {"top_p": None}),
 }

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tmax.config import schema_default
 from tmax.io import write_json
 from tmax.models.serve import checkout_path
 from tmax.rl.engines.local import Generation, _check_request
@@ -86,21 +87,31 @@ class EngineServerError(RuntimeError):
 @dataclass(frozen=True)
 class EngineSettings:
     """What every engine server of a run is started with (the launcher writes it to
-    ``<run>/engines/server.json``; ``rl.*`` keys in brackets)."""
+    ``<run>/engines/server.json``; :meth:`from_config` maps the ``rl`` keys, whose
+    schema defaults are the fields' defaults)."""
 
     model_dir: str
-    tensor_parallel: int = 1  # [engine_tensor_parallel]
-    dtype: str = "auto"  # [engine_dtype]
-    fp32_lm_head: bool = True  # [fp32_lm_head]: vLLM's head_dtype float32, like the learner
-    max_model_len: int | None = None  # [max_total_tokens]
-    weight_transfer: str = "auto"  # [weight_transfer]: tmax_nccl on GPUs, tmax_gloo on CPU
-    threads: int = 1  # CPU threads per server
-    cpu_kv_cache_gib: float = 1.0  # KV cache on CPU machines
-    options: dict[str, Any] = field(default_factory=dict)  # [engine_options]
-    ready_timeout: float = 1800.0  # [engine_start_timeout_sec]
+    tensor_parallel: int = schema_default("rl", "engine_tensor_parallel")
+    dtype: str = schema_default("rl", "engine_dtype")
+    fp32_lm_head: bool = schema_default("rl", "fp32_lm_head")
+    """vLLM's head_dtype float32, like the learner's head."""
+    max_model_len: int | None = None
+    """rl.max_total_tokens (from_config); None: the model's own context length."""
+    weight_transfer: str = schema_default("rl", "weight_transfer")
+    """auto: tmax_nccl on GPUs, tmax_gloo on CPU."""
+    threads: int = 1
+    """CPU threads per server (the job's, not a setting)."""
+    cpu_kv_cache_gib: float = 1.0
+    """KV cache on CPU machines (not a setting)."""
+    options: dict[str, Any] = field(
+        default_factory=lambda: dict(schema_default("rl", "engine_options"))
+    )
+    ready_timeout: float = float(schema_default("rl", "engine_start_timeout_sec"))
     seed: int = 0
-    untrained: tuple[str, ...] = ()  # [engine_untrained_weights]: checkpoint tensors not sent
-    push_bucket_mb: int | None = None  # [push_bucket_mb]: None is the transfer's default
+    untrained: tuple[str, ...] = tuple(schema_default("rl", "engine_untrained_weights"))
+    """Checkpoint tensors not sent (rl.engine_untrained_weights)."""
+    push_bucket_mb: int | None = schema_default("rl", "push_bucket_mb")
+    """None: the transfer's default bucket."""
 
     @classmethod
     def from_config(cls, rl: RLSection, model_dir: str | Path, *, threads: int = 1,
