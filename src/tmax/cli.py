@@ -32,7 +32,13 @@ from tmax.config import ConfigError, config_hash, load_config
 from tmax.harness import HARNESSES
 from tmax.logs import setup_logging
 from tmax.sandbox import BACKENDS
-from tmax.settings import DatasetsSection, SamplerSection
+from tmax.settings import (
+    DatasetsSection,
+    EvaluationSection,
+    ReportSection,
+    SamplerSection,
+    SandboxSection,
+)
 from tmax.tasks import TaskFormatError, read_task
 from tmax.taxonomy import SamplerError, TaxonomyError
 
@@ -360,29 +366,32 @@ def build_parser() -> argparse.ArgumentParser:
     clean.set_defaults(func=_sandbox_cleanup)
     oracle = sandbox_sub.add_parser("check", help="oracle scores 1 and a no-op 0, per task")
     oracle.add_argument("tasks", nargs="+", type=Path)
-    oracle.add_argument("--backend", default="podman", choices=BACKENDS)
+    oracle.add_argument("--backend", default=SandboxSection().backend, choices=BACKENDS)
     oracle.set_defaults(func=_sandbox_check)
     check = sandbox_sub.add_parser("preflight", help="can this node run the backend's sandboxes?")
-    check.add_argument("--backend", default="podman", choices=BACKENDS)
+    check.add_argument("--backend", default=SandboxSection().backend, choices=BACKENDS)
     check.set_defaults(func=_sandbox_preflight)
 
+    evaluation = EvaluationSection()  # the defaults of eval run's budgets: the schema's
     evaluate = stages.add_parser("eval", help="agent evaluation (harnesses, trials, metrics)")
     eval_sub = evaluate.add_subparsers(dest="action", required=True)
     run = eval_sub.add_parser("run", help="run a model endpoint on tasks under one harness")
     run.add_argument("tasks", nargs="+", type=Path, help="Harbor task directories")
-    run.add_argument("--harness", default="tmax", choices=list(HARNESSES))
+    run.add_argument("--harness", default=EvaluationSection().harnesses[0], choices=list(HARNESSES))
     run.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint (…/v1)")
     run.add_argument("--model", required=True, help="the served model id")
     run.add_argument("--api-key-env", help="environment variable holding the API key")
     run.add_argument("--runs", type=int, default=1)
     run.add_argument("--jobs-dir", type=Path, default=Path("jobs/tmax-eval"))
     run.add_argument("--benchmark", default="tasks", help="label used in the results")
+    # bwrap, not sandbox.backend's podman: rootless, and it applies a task's simple
+    # Dockerfile steps at start instead of building an image (docs/sandboxes.md)
     run.add_argument("--backend", default="bwrap", choices=BACKENDS)
-    run.add_argument("--concurrency", type=int, default=2)
-    run.add_argument("--temperature", type=float, default=0.7)
-    run.add_argument("--max-tool-calls", type=int, default=64)
-    run.add_argument("--max-turn-tokens", type=int, default=16384)
-    run.add_argument("--max-total-tokens", type=int, default=65536)
+    run.add_argument("--concurrency", type=int, default=SandboxSection().max_concurrency)
+    run.add_argument("--temperature", type=float, default=evaluation.temperature)
+    run.add_argument("--max-tool-calls", type=int, default=evaluation.max_tool_calls)
+    run.add_argument("--max-turn-tokens", type=int, default=evaluation.max_turn_tokens)
+    run.add_argument("--max-total-tokens", type=int, default=evaluation.max_total_tokens)
     run.add_argument("--no-interleaved-thinking", action="store_true")
     run.set_defaults(func=_eval_run)
     metrics = eval_sub.add_parser("metrics", help="pass@1 ± std and pass@k of job folders")
@@ -400,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     tables = report_sub.add_parser("tables", help="tabulate Harbor job folders")
     tables.add_argument("--jobs", nargs="+", type=Path, required=True, help="Harbor job folders")
     tables.add_argument("--out", type=Path, required=True, help="folder for the tables")
-    tables.add_argument("--formats", nargs="+", default=["md", "csv", "tex"],
+    tables.add_argument("--formats", nargs="+", default=list(ReportSection().formats),
                         choices=["md", "csv", "tex"])  # fmt: skip
     tables.add_argument("--reference-model", help="model of the single-model tables")
     tables.add_argument("--benchmark", help="label to use when the jobs do not name one")
