@@ -10,8 +10,10 @@ from tmax.io import read_pointer
 from tmax.logs import setup_logging
 from tmax.rl.stage import sft_control
 from tmax.settings import RLSection
+from tmax.tracking import set_workflow_job
 
 setup_logging(snakemake.log[0])
+set_workflow_job(snakemake.config, snakemake.rule, dict(snakemake.wildcards.items()))
 clean = snakemake.input.get("clean")
 tasks = read_pointer(clean) if clean else Path(snakemake.input.tasks)
 removed = snakemake.input.get("removed")

@@ -10,8 +10,10 @@ from tmax.io import read_pointer
 from tmax.logs import setup_logging
 from tmax.rl.stage import sft_warmup
 from tmax.settings import RLSection
+from tmax.tracking import set_workflow_job
 
 setup_logging(snakemake.log[0])
+set_workflow_job(snakemake.config, snakemake.rule, dict(snakemake.wildcards.items()))
 # The clean generated tasks (a pointer naming their content hash), or a prior dataset's
 # manifest.
 clean = snakemake.input.get("clean")

@@ -155,6 +155,42 @@ def test_tensorboard_stays_the_default_and_gets_every_numeric_metric(
     assert TrackingSettings().backend == "tensorboard"
 
 
+def test_an_sft_job_logs_each_step_as_it_trains(tmp_path: Path) -> None:
+    """The SFT warm-up and the control log each step's loss and tokens to the job's
+    run (the numbers the curve file keeps), and what they were run with."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from tmax.models.tiny import ensure_tiny_model
+    from tmax.rl.sft import run_sft
+
+    model_dir = ensure_tiny_model("tiny-rl", parent=tmp_path / "models")
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    examples = [(list(range(10, 20)), [0] * 5 + [1] * 5), (list(range(30, 36)), [0, 0, 1, 1, 1, 1])]
+    set_workflow_job(CONFIG, "sft_warmup", {"model": "tiny"})
+    tracker = job_tracker(tmp_path / "sft")
+    tracker.log_config({"sft_steps": 4})
+    steps = run_sft(model, examples, steps=4, learning_rate=1e-3, batch_size=2, tracker=tracker)
+    tracker.close()
+    run = wandb_records(tmp_path / "sft")
+    assert run["run"].display_name == "sft_warmup-tiny" and run["run"].job_type == "sft_warmup"
+    assert sorted(run["history"]) == [1, 2, 3, 4]
+    spent = 0
+    for entry in steps:
+        logged = run["history"][entry["step"]]
+        spent += entry["tokens"]
+        assert logged["loss"] == pytest.approx(entry["loss"])
+        assert (logged["tokens"], logged["tokens_total"]) == (entry["tokens"], spent)
+    assert run["config"]["sft_steps"] == 4 and run["config"]["seed"] == 3
+
+
+def test_the_sft_jobs_name_their_run(root: Path) -> None:
+    """Each job whose script trains or measures opens its run under the job's name."""
+    for script in ("rl_train", "sft_warmup", "sft_control", "eval_metrics"):
+        text = (root / "scripts" / f"{script}.py").read_text()
+        assert "set_workflow_job(snakemake.config, snakemake.rule" in text, script
+
+
 def test_an_evaluations_summary_numbers_reach_the_runs_summary(tmp_path: Path) -> None:
     metrics = {"groups": [{
         "model": "m", "benchmark": "tb-lite", "harness": "tmax", "pass_at_1_mean": 40.0,

@@ -25,6 +25,7 @@ from tmax.harness.base import SUBMIT_SENTINEL
 from tmax.harness.tmax import format_observation
 from tmax.harness.trajectory import Trajectory
 from tmax.sandbox.base import ExecResult
+from tmax.tracking import Tracker
 
 log = logging.getLogger("tmax.rl")
 
@@ -207,11 +208,14 @@ def run_sft(
     batch_size: int,
     seed: int = 0,
     token_budget: int | None = None,
+    tracker: Tracker | None = None,
 ) -> list[dict[str, float]]:
     """Cross-entropy on the masked tokens, AdamW at a constant rate; the loss curve
     (each entry also counts the step's ``tokens``: every token of its examples).
     ``steps`` steps, or with ``token_budget`` as many as it takes for the examples'
-    tokens to reach it (the SFT control matched to an RL run's learner tokens)."""
+    tokens to reach it (the SFT control matched to an RL run's learner tokens). Each
+    step's entry also goes to ``tracker`` as it is made (the job's W&B or TensorBoard
+    run; the caller closes it)."""
     if not examples:
         raise ValueError("SFT needs at least one example")
     if (steps is None) == (token_budget is None):
@@ -233,6 +237,8 @@ def run_sft(
         tokens = sum(len(ids) for ids, _ in batch)
         spent += tokens
         curve.append({"step": step, "loss": float(loss.detach()), "tokens": tokens})
+        if tracker is not None:
+            tracker.log({**curve[-1], "tokens_total": spent}, step=step)
         if step % 25 == 0 or step == steps or (token_budget is not None and spent >= token_budget):
             goal = (
                 f"{step}/{steps}"

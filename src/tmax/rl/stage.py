@@ -147,6 +147,7 @@ def sft_warmup(
     rows, losses = _train_sft(
         model_dir, tasks, output, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
         threads=threads, removed=removed, steps=rl.sft.steps, batch_seed=seed,
+        tracking=curve.parent / "sft",
     )  # fmt: skip
     write_json(curve, {"tasks": [r["task_id"] for r in rows], "curve": losses})
     return losses
@@ -155,21 +156,30 @@ def sft_warmup(
 def _train_sft(
     model_dir: Path, tasks: Path, output: Path, *, rl: RLSection,
     heldout_fraction: float, seed: int, threads: int, removed: Path | None,
-    steps: int | None, batch_seed: int, token_budget: int | None = None,
+    steps: int | None, batch_seed: int, tracking: Path, token_budget: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, float]]]:  # fmt: skip
     """SFT of ``model_dir`` into the servable folder ``output`` (:func:`run_sft`'s
-    ``steps`` or ``token_budget``): the training rows and the loss curve."""
+    ``steps`` or ``token_budget``): the training rows and the loss curve. Each step goes
+    to the job's tracker (W&B or TensorBoard), which writes under ``tracking``."""
     from tmax.rl.sft import run_sft
+    from tmax.tracking import job_tracker
 
     torch.set_num_threads(threads)
     sft = rl.sft
     model, tokenizer = _load(model_dir)
     rows, examples = _sft_examples(tokenizer, tasks, rl=rl, heldout_fraction=heldout_fraction,
                                    seed=seed, removed=removed)  # fmt: skip
-    losses = run_sft(
-        model, examples, steps=steps, token_budget=token_budget,
-        learning_rate=sft.learning_rate, batch_size=sft.batch_size, seed=batch_seed,
-    )  # fmt: skip
+    tracker = job_tracker(tracking)
+    tracker.log_config({"sft": sft.asdict(), "sft_steps": steps, "token_budget": token_budget,
+                        "sft_examples": len(examples)})  # fmt: skip
+    try:
+        losses = run_sft(
+            model, examples, steps=steps, token_budget=token_budget,
+            learning_rate=sft.learning_rate, batch_size=sft.batch_size, seed=batch_seed,
+            tracker=tracker,
+        )  # fmt: skip
+    finally:
+        tracker.close()
     _save(model, tokenizer, model_dir, output)
     return rows, losses
 
@@ -236,6 +246,7 @@ def sft_control(
         sft_dir, tasks, output, rl=rl, heldout_fraction=heldout_fraction, seed=seed,
         threads=threads, removed=removed, steps=None, token_budget=budget,
         batch_seed=seed + 1,  # other batches than the warm-up's
+        tracking=curve.parent / "control",
     )  # fmt: skip
     summary = {"tasks": [r["task_id"] for r in rows], "token_budget": budget,
                "tokens": sum(c["tokens"] for c in losses), "curve": losses}  # fmt: skip
