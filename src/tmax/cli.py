@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tmax import __version__
 from tmax.config import ConfigError, config_hash, load_config
+from tmax.evaluate.harbor_agents import HARBOR_AGENTS
 from tmax.harness import HARNESSES
 from tmax.logs import setup_logging
 from tmax.sandbox import BACKENDS
@@ -150,7 +153,9 @@ def _sandbox_preflight(args: argparse.Namespace) -> int:
 
 
 def _eval_run(args: argparse.Namespace) -> int:
-    """Evaluate a model endpoint on task directories (a Harbor-style job folder)."""
+    """Evaluate a model endpoint on task directories (a Harbor-style job folder; for a
+    Harbor agent, one Harbor job per run, ``<jobs-dir>/run<N>``)."""
+    from tmax.evaluate.harbor_agents import run_harbor_agent
     from tmax.evaluate.runner import plan_trials, run_trials
     from tmax.evaluate.stage import run_summary
     from tmax.harness import HarnessSettings
@@ -165,6 +170,17 @@ def _eval_run(args: argparse.Namespace) -> int:
         interleaved_thinking=not args.no_interleaved_thinking,
     )
     model = OpenAIChatModel(args.base_url, args.model, api_key_env=args.api_key_env)
+    if args.harness in HARBOR_AGENTS:  # Harbor's own agent code, through our sandboxes
+        listed = [{"path": str(path), "name": read_task(path).name} for path in args.tasks]
+        key = os.environ.get(args.api_key_env) if args.api_key_env else None
+        for run in range(args.runs):
+            job = args.jobs_dir / f"run{run}"
+            results = run_harbor_agent(
+                args.harness, listed, model, settings, job, args.backend,
+                EvaluationSection().network, concurrency=args.concurrency, api_key=key,
+            )  # fmt: skip
+            _print_run(run_summary(results, job, args.model, args.benchmark, args.harness, run))
+        return 0
     tasks = [(path, read_task(path).name, None) for path in args.tasks]
     specs = plan_trials(
         tasks, model=args.model, benchmark=args.benchmark, harness=args.harness,
@@ -180,12 +196,17 @@ def _eval_run(args: argparse.Namespace) -> int:
     )
     for run in range(args.runs):
         of_run = [r for r, spec in zip(results, specs, strict=True) if spec.run == run]
-        summary = run_summary(of_run, args.jobs_dir, args.model, args.benchmark, args.harness, run)
-        accuracy = summary["accuracy"]
-        shown = "–" if accuracy is None else f"{100 * accuracy:.1f}%"
-        print(f"run {run}: {shown} of {summary['n_trials'] - summary['n_infra_failures']} "
-              f"trial(s), {summary['n_infra_failures']} infrastructure failure(s)")  # fmt: skip
+        _print_run(
+            run_summary(of_run, args.jobs_dir, args.model, args.benchmark, args.harness, run)
+        )
     return 0
+
+
+def _print_run(summary: dict[str, Any]) -> None:
+    accuracy = summary["accuracy"]
+    shown = "–" if accuracy is None else f"{100 * accuracy:.1f}%"
+    print(f"run {summary['run']}: {shown} of {summary['n_trials'] - summary['n_infra_failures']} "
+          f"trial(s), {summary['n_infra_failures']} infrastructure failure(s)")  # fmt: skip
 
 
 def _eval_metrics(args: argparse.Namespace) -> int:
@@ -377,7 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
     eval_sub = evaluate.add_subparsers(dest="action", required=True)
     run = eval_sub.add_parser("run", help="run a model endpoint on tasks under one harness")
     run.add_argument("tasks", nargs="+", type=Path, help="Harbor task directories")
-    run.add_argument("--harness", default=EvaluationSection().harnesses[0], choices=list(HARNESSES))
+    run.add_argument(
+        "--harness",
+        default=EvaluationSection().harnesses[0],
+        choices=[*HARNESSES, *HARBOR_AGENTS],
+        help="ours, or harbor-terminus-2: Harbor's own agent (.venv-harbor)",
+    )
     run.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint (…/v1)")
     run.add_argument("--model", required=True, help="the served model id")
     run.add_argument("--api-key-env", help="environment variable holding the API key")

@@ -109,6 +109,28 @@ def test_a_finished_harbor_run_is_read_back_not_rerun(harbor: str, tmp_path: Pat
     assert again["trials"] == first["trials"]
 
 
+def test_the_cli_runs_harbors_agent_as_one_harbor_job_per_run(
+    harbor: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tmax eval run --harness harbor-terminus-2``: the same route as the workflow's,
+    from the command line, a Harbor job per run that ``tmax eval metrics`` reads."""
+    from tmax.cli import main
+
+    jobs = tmp_path / "jobs"
+    with scripted_server(_answers(SOLVE)) as server:
+        code = main(["eval", "run", str(TASK), "--harness", "harbor-terminus-2",
+                     "--base-url", server.base_url, "--model", "scripted", "--temperature", "0",
+                     "--backend", "bwrap", "--runs", "2", "--jobs-dir", str(jobs),
+                     "--benchmark", "fixtures"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    for run in (0, 1):
+        assert f"run {run}: 100.0% of 1 trial(s), 0 infrastructure failure(s)" in out
+        assert (jobs / f"run{run}" / "result.json").is_file()
+    assert main(["eval", "metrics", str(jobs / "run0"), str(jobs / "run1")]) == 0
+    assert "terminus-2" in capsys.readouterr().out
+
+
 def test_agent_arguments_carry_our_budgets() -> None:
     settings = HarnessSettings(temperature=0.3, max_turns=7)
     arguments = agent_arguments("terminus-2", "http://h/v1", "m", settings)
