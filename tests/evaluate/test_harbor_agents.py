@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.sandbox.test_sandbox import _available
 from tmax.config import load_config
-from tmax.evaluate.harbor_agents import agent_arguments
+from tmax.evaluate.harbor_agents import agent_arguments, harbor_run_seed
 from tmax.evaluate.metrics import records_from_run_files
 from tmax.evaluate.stage import evaluate_run, run_settings
 from tmax.harness import HarnessSettings
@@ -60,8 +60,10 @@ def _run(harness: str, base_url: str, tmp_path: Path) -> dict[str, Any]:
     manifest.write_text(json.dumps({
         "benchmark": "fixtures", "tasks": [{"name": TASK.name, "path": str(TASK)}],
     }))  # fmt: skip
-    evaluation = run_settings(load_config(ROOT / "config.yaml")["evaluation"])
+    config = load_config(ROOT / "config.yaml")
+    evaluation = run_settings(config["evaluation"])
     evaluation["temperature"] = 0.0
+    evaluation["seed"] = config["seed"]  # as the workflow's jobs get it
     model = {"name": "scripted", "endpoint": {"base_url": base_url, "model": "scripted"}}
     output = tmp_path / "eval" / harness / "run0.json"
     return evaluate_run(
@@ -96,8 +98,12 @@ def test_harbor_terminus_2_and_ours_agree_on_the_same_answers(
         "scripted", "fixtures", "harbor-terminus-2"
     )  # fmt: skip
     assert (record.reward, record.failure) == (reward, None)
-    # Harbor's agent asked our server, at the temperature the evaluation set
-    assert any(r.get("temperature") == 0.0 for r in server.requests)
+    # Harbor's agent asked our server, at the temperature, top_p and seed the evaluation
+    # set: every request of the run carries the run's seed
+    seed = harbor_run_seed(load_config(ROOT / "config.yaml")["seed"], 0)
+    harbor_requests = [r for r in server.requests if r.get("seed") == seed]
+    assert harbor_requests, [r.get("seed") for r in server.requests]
+    assert all(r.get("temperature") == 0.0 and r.get("top_p") == 1.0 for r in harbor_requests)
 
 
 def test_a_finished_harbor_run_is_read_back_not_rerun(harbor: str, tmp_path: Path) -> None:
@@ -132,11 +138,14 @@ def test_the_cli_runs_harbors_agent_as_one_harbor_job_per_run(
 
 
 def test_agent_arguments_carry_our_budgets() -> None:
-    settings = HarnessSettings(temperature=0.3, max_turns=7)
-    arguments = agent_arguments("terminus-2", "http://h/v1", "m", settings)
+    settings = HarnessSettings(temperature=0.3, max_turns=7, top_p=0.9)
+    arguments = agent_arguments("terminus-2", "http://h/v1", "m", settings, seed=11)
     assert arguments[:2] == ["--model", "openai/m"]
     pairs = {arguments[i + 1] for i, a in enumerate(arguments) if a == "--agent-kwarg"}
-    assert {"api_base=http://h/v1", "temperature=0.3", "max_turns=7"} <= pairs
+    assert {"api_base=http://h/v1", "temperature=0.3", "max_turns=7",
+            'llm_call_kwargs={"top_p": 0.9, "seed": 11}'} <= pairs  # fmt: skip
+    unseeded = agent_arguments("terminus-2", "http://h/v1", "m", HarnessSettings())
+    assert not any(a.startswith("llm_call_kwargs") for a in unseeded)
 
 
 def test_harbor_exceptions_are_sorted_as_for_any_harbor_trial(tmp_path: Path) -> None:

@@ -30,9 +30,22 @@ HARBOR_AGENTS = {"harbor-terminus-2": "terminus-2"}
 """Our harness name for each Harbor agent the evaluation can run."""
 
 
-def agent_arguments(agent: str, base_url: str, model: str, settings: HarnessSettings) -> list[str]:
+def harbor_run_seed(seed: int, run: int) -> int:
+    """The sampling seed of every request in run ``run`` of a Harbor agent."""
+    from tmax.models.client import derive_seed
+
+    return derive_seed(seed, "eval", run, "harbor")
+
+
+def agent_arguments(
+    agent: str, base_url: str, model: str, settings: HarnessSettings, seed: int | None = None
+) -> list[str]:
     """``harbor run`` arguments that point ``agent`` at the served model with our
-    budgets: the sampling temperature and, where set, the turn cap."""
+    budgets: the sampling temperature, top_p and seed, and where set the turn cap.
+
+    Harbor takes the extra request fields (``llm_call_kwargs``) once per job, so every
+    request of a run carries the run's ``seed``: a rerun of the run asks for the same
+    samples, and the runs differ (our harnesses go further, a seed per task and turn)."""
     arguments = [
         "--model", f"openai/{model}", "--agent-kwarg", f"api_base={base_url}",
         "--agent-kwarg", "record_terminal_session=false",
@@ -41,6 +54,10 @@ def agent_arguments(agent: str, base_url: str, model: str, settings: HarnessSett
         arguments += ["--agent-kwarg", f"temperature={settings.temperature}"]
     if agent == "terminus-2" and settings.max_turns is not None:
         arguments += ["--agent-kwarg", f"max_turns={settings.max_turns}"]
+    fields = {"top_p": settings.top_p, "seed": seed}
+    fields = {key: value for key, value in fields.items() if value is not None}
+    if fields:
+        arguments += ["--agent-kwarg", f"llm_call_kwargs={json.dumps(fields)}"]
     return arguments
 
 
@@ -55,9 +72,11 @@ def run_harbor_agent(
     *,
     concurrency: int = 1,
     api_key: str | None = None,
+    seed: int | None = None,
 ) -> list[dict[str, Any]]:
     """Every task once under Harbor's agent, as one Harbor job at ``root``; the trials'
-    ``result.json`` contents, named by our task names.
+    ``result.json`` contents, named by our task names. ``seed``: every request's
+    (:func:`agent_arguments`).
 
     A finished job (every task has its trial) is read back, not rerun; an unfinished
     one is run again whole (Harbor resumes a job as a whole, not by trial)."""
@@ -79,7 +98,7 @@ def run_harbor_agent(
         dataset.mkdir(parents=True)
         for task in tasks:
             (dataset / Path(task["path"]).name).symlink_to(Path(task["path"]).resolve())
-        extra = [*agent_arguments(agent, client.base_url, client.name, settings),
+        extra = [*agent_arguments(agent, client.base_url, client.name, settings, seed),
                  "--environment-kwarg", f"network={network}"]  # fmt: skip
         key = {"OPENAI_API_KEY": api_key or os.environ.get("OPENAI_API_KEY") or "none"}
         trials = harbor_job(

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tmax.evaluate.harbor_agents import HARBOR_AGENTS, run_harbor_agent
+from tmax.evaluate.harbor_agents import HARBOR_AGENTS, harbor_run_seed, run_harbor_agent
 from tmax.evaluate.records import load_exception_kinds
 from tmax.evaluate.runner import plan_trials, run_trials
 from tmax.evaluate.trial import task_checksum
@@ -285,6 +285,7 @@ def evaluate_run(
             results = run_harbor_agent(
                 harness, tasks, client, settings, job, backend, network,
                 concurrency=concurrency, api_key=key,
+                seed=None if seed is None else harbor_run_seed(seed, run),
             )  # fmt: skip
             summary = run_summary(
                 results, job, model["name"], manifest["benchmark"], harness, run
