@@ -91,3 +91,32 @@ def test_eval_metrics_reads_harbor_job_folders(
     assert "invalid choice: 'drop'" in capsys.readouterr().err
     assert main(["eval", "metrics", str(jobs / "README.md")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", [None, 5])
+def test_eval_run_samples_with_a_seed_per_run_and_task_when_given_one(
+    tmp_path: Path, seed: int | None
+) -> None:
+    """``tmax eval run --seed``: each (run, task) asks with its own seed, as the
+    workflow's evaluation does; without it the requests carry none."""
+    from tests.sandbox.test_sandbox import _available
+    from tmax.evaluate.runner import trial_seed
+    from tmax.models.client import derive_seed
+    from tmax.models.scripted_server import scripted_server, sequence
+    from tmax.tasks import read_task
+
+    if _available("bwrap"):
+        pytest.skip(_available("bwrap"))
+    task = FIXTURE_TASKS / "count-error-lines"
+    jobs = tmp_path / "jobs"
+    with scripted_server(sequence(["I give up."])) as server:
+        args = ["eval", "run", str(task), "--base-url", server.base_url, "--model", "m"]
+        args += ["--backend", "bwrap", "--runs", "2", "--jobs-dir", str(jobs)]
+        assert main(args + ([] if seed is None else ["--seed", str(seed)])) == 0
+    asked = {request.get("seed") for request in server.requests}
+    if seed is None:
+        assert asked == {None}
+    else:
+        name = read_task(task).name
+        first_calls = {derive_seed(trial_seed(seed, run, name), 0) for run in (0, 1)}
+        assert len(first_calls) == 2 and first_calls <= asked and None not in asked

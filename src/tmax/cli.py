@@ -155,7 +155,7 @@ def _sandbox_preflight(args: argparse.Namespace) -> int:
 def _eval_run(args: argparse.Namespace) -> int:
     """Evaluate a model endpoint on task directories (a Harbor-style job folder; for a
     Harbor agent, one Harbor job per run, ``<jobs-dir>/run<N>``)."""
-    from tmax.evaluate.harbor_agents import run_harbor_agent
+    from tmax.evaluate.harbor_agents import harbor_run_seed, run_harbor_agent
     from tmax.evaluate.runner import plan_trials, run_trials
     from tmax.evaluate.stage import run_summary
     from tmax.harness import HarnessSettings
@@ -178,13 +178,14 @@ def _eval_run(args: argparse.Namespace) -> int:
             results = run_harbor_agent(
                 args.harness, listed, model, settings, job, args.backend,
                 EvaluationSection().network, concurrency=args.concurrency, api_key=key,
+                seed=None if args.seed is None else harbor_run_seed(args.seed, run),
             )  # fmt: skip
             _print_run(run_summary(results, job, args.model, args.benchmark, args.harness, run))
         return 0
     tasks = [(path, read_task(path).name, None) for path in args.tasks]
     specs = plan_trials(
         tasks, model=args.model, benchmark=args.benchmark, harness=args.harness,
-        runs=range(args.runs),
+        runs=range(args.runs), seed=args.seed,
     )  # fmt: skip
     results = run_trials(
         specs,
@@ -408,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", required=True, help="the served model id")
     run.add_argument("--api-key-env", help="environment variable holding the API key")
     run.add_argument("--runs", type=int, default=1)
+    run.add_argument(
+        "--seed", type=int, help="sample each (run, task) with its own seed, as the workflow does"
+    )
     run.add_argument("--jobs-dir", type=Path, default=Path("jobs/tmax-eval"))
     run.add_argument("--benchmark", default="tasks", help="label used in the results")
     # bwrap, not sandbox.backend's podman: rootless, and it applies a task's simple
