@@ -15,15 +15,17 @@ import pytest
 import yaml
 
 from tmax.config import ConfigError, load_config, schema, validate_config
+from tmax.rl.launch.plan import Hardware
 from tmax.rl.recipe import model_rl
 from tmax.settings import (
     SECTIONS,
     LLMSection,
     RLSection,
+    Section,
     SFTSection,
     SkillsSection,
-    _Settings,
 )
+from tmax.tracking import TrackingSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ["config.yaml", "configs/paper.yaml"]
@@ -121,11 +123,11 @@ def _schema_node(path: tuple[str, ...]) -> dict[str, Any]:
     return node
 
 
-EVERY_SECTION = [*SECTIONS.values(), SkillsSection, LLMSection]
+EVERY_SECTION = [*SECTIONS.values(), SkillsSection, LLMSection, Hardware, TrackingSettings]
 
 
 @pytest.mark.parametrize("cls", EVERY_SECTION, ids=lambda cls: cls.__name__)
-def test_every_section_has_the_schemas_keys_and_defaults(cls: type[_Settings]) -> None:
+def test_every_section_has_the_schemas_keys_and_defaults(cls: type[Section]) -> None:
     """A key the schema gives a default has it as the field's default; one it gives none
     is required (``sampler.n_specs``) or None while unset, and left out when written
     back (``generation.endpoint``, difficulty's own budgets)."""

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from tmax.config import ConfigError, schema_default
 
-Section = TypeVar("Section", bound="_Settings")
+S = TypeVar("S", bound="Section")
 
 
 def _default(*path: str) -> Any:
@@ -35,14 +35,14 @@ def _default(*path: str) -> Any:
 
 
 @dataclass(frozen=True)
-class _Settings:
+class Section:
     """What every section object shares: built from a mapping of its keys."""
 
     PATH: ClassVar[tuple[str, ...]] = ()
     """Where the section sits in the config (for messages)."""
 
     @classmethod
-    def of(cls: type[Section], values: Section | Mapping[str, Any]) -> Section:
+    def of(cls: type[S], values: S | Mapping[str, Any]) -> S:
         """``values`` as this section's object: the object itself, or a mapping of the
         section's keys (a validated config's section, or some of its keys: the others
         take the schema's defaults). A key the section does not have is an error."""
@@ -57,7 +57,7 @@ class _Settings:
             raise ConfigError([f"'{where}.{key}' is not a setting" for key in unknown])
         return cls(**{key: cls._convert(key, value) for key, value in values.items()})
 
-    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {}
+    NESTED: ClassVar[Mapping[str, type[Section]]] = {}
     """The keys that hold a section of their own, and its class."""
     UNSET: ClassVar[frozenset[str]] = frozenset()
     """Keys the schema gives no default: None while the config leaves them out, and
@@ -77,7 +77,7 @@ class _Settings:
             value = getattr(self, f.name)
             if value is None and f.name in self.UNSET:
                 continue
-            if isinstance(value, _Settings):
+            if isinstance(value, Section):
                 value = value.asdict()
             elif isinstance(value, tuple):
                 value = list(value)
@@ -88,7 +88,7 @@ class _Settings:
 
 
 @dataclass(frozen=True)
-class SFTSection(_Settings):
+class SFTSection(Section):
     """``rl.sft``: the SFT warm-up on reference solutions (and the control arm's rate and
     batch size)."""
 
@@ -101,7 +101,7 @@ class SFTSection(_Settings):
 
 
 @dataclass(frozen=True)
-class RLSection(_Settings):
+class RLSection(Section):
     """A model's ``rl`` section (the top-level one with its ``models[].rl`` overrides:
     :func:`tmax.rl.recipe.model_rl_section`); the schema describes every key."""
 
@@ -168,14 +168,14 @@ class RLSection(_Settings):
     sft: SFTSection = field(default_factory=SFTSection)
 
     PATH = ("rl",)
-    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {"sft": SFTSection}
+    NESTED: ClassVar[Mapping[str, type[Section]]] = {"sft": SFTSection}
 
 
 # --- the other sections ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class SkillsSection(_Settings):
+class SkillsSection(Section):
     """``sampler.primitive_skills``: how many primitive skills a spec draws, and from
     where."""
 
@@ -187,7 +187,7 @@ class SkillsSection(_Settings):
 
 
 @dataclass(frozen=True)
-class SamplerSection(_Settings):
+class SamplerSection(Section):
     """``sampler``: the 9-axis spec sampler (resolved against a taxonomy by
     :meth:`tmax.taxonomy.sampler.SamplerSettings.from_config`). A weight ``None`` is the
     axis's own default (uniform, or the taxonomy's)."""
@@ -207,11 +207,11 @@ class SamplerSection(_Settings):
     verifier_mix: Mapping[str, float] | None = _default("sampler", "verifier_mix")
 
     PATH = ("sampler",)
-    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {"primitive_skills": SkillsSection}
+    NESTED: ClassVar[Mapping[str, type[Section]]] = {"primitive_skills": SkillsSection}
 
 
 @dataclass(frozen=True)
-class LLMSection(_Settings):
+class LLMSection(Section):
     """``generation.llm``: the LLM generator's request and accounting settings."""
 
     max_retries: int = _default("generation", "llm", "max_retries")
@@ -226,7 +226,7 @@ class LLMSection(_Settings):
 
 
 @dataclass(frozen=True)
-class GenerationSection(_Settings):
+class GenerationSection(Section):
     """``generation``: which backend writes the tasks (procedural or llm) and its
     settings."""
 
@@ -239,11 +239,11 @@ class GenerationSection(_Settings):
 
     PATH = ("generation",)
     UNSET = frozenset({"endpoint"})
-    NESTED: ClassVar[Mapping[str, type[_Settings]]] = {"llm": LLMSection}
+    NESTED: ClassVar[Mapping[str, type[Section]]] = {"llm": LLMSection}
 
 
 @dataclass(frozen=True)
-class SandboxSection(_Settings):
+class SandboxSection(Section):
     """``sandbox``: the backend every task runs in, how many at once, and its limits."""
 
     backend: str = _default("sandbox", "backend")
@@ -254,7 +254,7 @@ class SandboxSection(_Settings):
 
 
 @dataclass(frozen=True)
-class DecontaminationSection(_Settings):
+class DecontaminationSection(Section):
     """``decontamination``: the n-gram checks against the benchmarks, and what they
     remove."""
 
@@ -271,7 +271,7 @@ class DecontaminationSection(_Settings):
 
 
 @dataclass(frozen=True)
-class EvaluationSection(_Settings):
+class EvaluationSection(Section):
     """``evaluation``: the grid (harnesses × benchmarks × variants × runs), the episode
     budgets and sampling, and where the tasks come from."""
 
@@ -307,7 +307,7 @@ class EvaluationSection(_Settings):
 
 
 @dataclass(frozen=True)
-class DatasetsSection(_Settings):
+class DatasetsSection(Section):
     """``datasets``: the prior datasets converted for comparison, and the default
     sample of each."""
 
@@ -318,7 +318,7 @@ class DatasetsSection(_Settings):
 
 
 @dataclass(frozen=True)
-class LabellingSection(_Settings):
+class LabellingSection(Section):
     """``labelling``: the model that labels prior datasets' tasks on the taxonomy
     (off while ``base_url`` is None)."""
 
@@ -349,7 +349,7 @@ DIFFICULTY_BUDGETS = (
 
 
 @dataclass(frozen=True)
-class DifficultySection(_Settings):
+class DifficultySection(Section):
     """``difficulty``: the reference model, harness and runs that measure a prior
     dataset's difficulty. A budget left None is evaluation's (the schema gives these
     no default on purpose)."""
@@ -373,7 +373,7 @@ class DifficultySection(_Settings):
 
 
 @dataclass(frozen=True)
-class ReportSection(_Settings):
+class ReportSection(Section):
     """``report``: the tables' formats, the reference model and the statistics."""
 
     formats: tuple[str, ...] = _default("report", "formats")
@@ -383,7 +383,7 @@ class ReportSection(_Settings):
     PATH = ("report",)
 
 
-SECTIONS: Mapping[str, type[_Settings]] = {
+SECTIONS: Mapping[str, type[Section]] = {
     "sampler": SamplerSection,
     "generation": GenerationSection,
     "sandbox": SandboxSection,
@@ -394,8 +394,8 @@ SECTIONS: Mapping[str, type[_Settings]] = {
     "difficulty": DifficultySection,
     "report": ReportSection,
 }
-"""The top-level sections typed here, by name (``rl``, ``hardware`` and ``tracking``
-have their objects beside the code that owns them: :class:`RLSection`,
+"""The top-level sections typed here, by name (``rl`` is :class:`RLSection`;
+``hardware`` and ``tracking`` are sections beside the code that owns them:
 :class:`tmax.rl.launch.plan.Hardware`, :class:`tmax.tracking.TrackingSettings`)."""
 
 

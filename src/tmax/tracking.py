@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tmax.config import schema_default
+from tmax.settings import Section
 
 RUN_ID_ENV = "TMAX_WORKFLOW_RUN"
 """The workflow's run id: set once per ``snakemake`` invocation by rules/common.smk
@@ -48,7 +49,7 @@ def workflow_run_id() -> str:
 
 
 @dataclass(frozen=True)
-class TrackingSettings:
+class TrackingSettings(Section):
     """The config's ``tracking`` section; the defaults are the schema's."""
 
     backend: str = schema_default("tracking", "backend")
@@ -56,9 +57,12 @@ class TrackingSettings:
     wandb_entity: str | None = schema_default("tracking", "wandb_entity")
     wandb_mode: str = schema_default("tracking", "wandb_mode")
 
+    PATH = ("tracking",)
+
     @classmethod
     def from_config(cls, tracking: Mapping[str, Any]) -> TrackingSettings:
-        return cls(**{key: tracking[key] for key in cls.__dataclass_fields__ if key in tracking})
+        """The ``tracking`` section (a key it does not have is an error)."""
+        return cls.of(tracking)
 
     def check(self) -> None:
         """Fail before the job's work starts when the backend cannot open."""

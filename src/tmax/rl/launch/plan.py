@@ -38,9 +38,9 @@ from typing import Any
 
 import yaml
 
-from tmax.config import ConfigError, schema_default
+from tmax.config import schema_default
 from tmax.rl.recipe import config_model, rl_settings
-from tmax.settings import RLSection, RLValues
+from tmax.settings import RLSection, RLValues, Section
 
 GIB = 2**30
 
@@ -97,7 +97,7 @@ class PlanError(ValueError):
 
 
 @dataclass(frozen=True)
-class Hardware:
+class Hardware(Section):
     """One node type of the cluster (config section ``hardware``)."""
 
     gpu_memory_gib: float = schema_default("hardware", "gpu_memory_gib")
@@ -113,14 +113,12 @@ class Hardware:
     plan_check: bool = schema_default("hardware", "plan_check")
     """Fail the DAG's build when a plan does not fit (else only warn)."""
 
+    PATH = ("hardware",)
+
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | None) -> Hardware:
         """The ``hardware`` section (a key it does not have is an error)."""
-        section = section or {}
-        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError([f"'hardware.{key}' is not a setting" for key in unknown])
-        return cls(**section)
+        return cls.of(section or {})
 
 
 @dataclass(frozen=True)
